@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import cookie from '@fastify/cookie';
+import cors from '@fastify/cors';
+import rateLimit from '@fastify/rate-limit';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { sql } from 'kysely';
+import { registerAuthentication } from './platform/auth.js';
+import { systemClock, type AppDeps } from './platform/context.js';
+import { ApiError } from './platform/errors.js';
+import { registerErrorHandler } from './platform/error-handler.js';
+import { createLogger } from './platform/logger.js';
+import { API_PREFIX, registerOpenApi } from './platform/openapi.js';
+import { databaseRateLimitStore, rateGroupOf, rateKey, rateMax } from './platform/rate-limit.js';
+import { registerCallerExtension } from './platform/route.js';
+import { registerTracing } from './platform/tracing.js';
+import { apiRoutes } from './routes.js';
+
+export const CORRELATION_HEADER = 'x-correlation-id';
+const CORRELATION_ID = /^[A-Za-z0-9._-]{8,100}$/;
+
+/**
+ * Builds the central API without listening: tests call app.inject(), `tollgate api` calls listen().
+ * Plugins register in order: external, then platform hooks, then routes.
+ */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { config } = deps;
+  const clock = deps.clock ?? systemClock;
+
+  const app = Fastify({
+    loggerInstance: createLogger(config.logLevel, deps.logStream),
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
+    requestIdLogLabel: 'correlation_id',
+    // The correlation ID is the request ID: the caller's when it is well-formed, else a new one.
+    genReqId: (req) => {
+      const given = req.headers[CORRELATION_HEADER];
+      return typeof given === 'string' && CORRELATION_ID.test(given) ? given : randomUUID();
+    },
+  });
+  app.decorate('deps', { config, db: deps.db, clock });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  await registerTracing(app, config);
+  await app.register(cookie, { secret: config.sessionSecret });
+  if (config.corsOrigins.length > 0) {
+    await app.register(cors, { origin: config.corsOrigins, credentials: true });
+  }
+  registerCallerExtension(app);
+  await registerOpenApi(app);
+  registerErrorHandler(app);
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header(CORRELATION_HEADER, req.id);
+    const given = req.headers[CORRELATION_HEADER];
+    if (given !== undefined && !(typeof given === 'string' && CORRELATION_ID.test(given))) {
+      throw new ApiError('validation_failed', 'X-Correlation-ID must be 8-100 characters of A-Z a-z 0-9 . _ -', [
+        { field: 'header.x-correlation-id', message: 'expected 8-100 characters of A-Z a-z 0-9 . _ -' },
+      ]);
+    }
+  });
+  registerAuthentication(app);
+
+  await app.register(rateLimit, {
+    global: true,
+    hook: 'preParsing',
+    timeWindow: 60_000,
+    store: databaseRateLimitStore(deps.db, clock),
+    keyGenerator: rateKey,
+    max: (req) => rateMax(config, req),
+    allowList: (req) => !req.routeOptions.config.caller || rateGroupOf(req) === 'none',
+    errorResponseBuilder: (_req, ctx) => {
+      const seconds = Math.max(1, Math.ceil(ctx.ttl / 1000));
+      return new ApiError(
+        'rate_limited',
+        `Too many requests: at most ${ctx.max} a minute. Retry in ${seconds} s.`,
+        { retry_after_seconds: seconds, limit_per_minute: ctx.max },
+        { 'retry-after': String(seconds) },
+      );
+    },
+  });
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (req, reply) => {
+    try {
+      await sql`select 1`.execute(deps.db);
+      return { status: 'ready' };
+    } catch (err) {
+      req.log.warn({ err }, 'readiness check failed');
+      return reply.status(503).send({ status: 'unavailable', checks: { database: 'unreachable' } });
+    }
+  });
+
+  await app.register(apiRoutes, { prefix: API_PREFIX });
+  return app;
+}

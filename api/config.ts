@@ -1,0 +1,216 @@
+import { z } from 'zod';
+
+/**
+ * Configuration comes only from environment variables, validated once at start.
+ * Every variable is listed in the README's configuration table; keep the two in step.
+ */
+
+// Development values: safe to run locally, refused by the production guard.
+export const DEV_SESSION_SECRET = 'development-session-secret-do-not-use-in-production';
+export const DEV_TOKEN_SIGNING_SEED = 'development-token-signing-seed-do-not-use-in-production';
+export const DEV_SECRET_PEPPER = 'development-secret-pepper-do-not-use-in-production';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const optionalBool = bool.optional();
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+const envSchema = z.object({
+  ENVIRONMENT: z.enum(['development', 'staging', 'production']).default('development'),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: int(0, 65535).default(8080),
+  DATA_DIR: z.string().min(1).default('./.data'),
+  DATABASE_URL: optionalString,
+  MIGRATION_DATABASE_URL: optionalString,
+  DATABASE_RUNTIME_ROLE: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'a lower-case PostgreSQL role name')
+    .default('tollgate_app'),
+  DATABASE_POOL_MAX: int(1, 200).default(10),
+  SEED_DEMO: optionalBool,
+  DEV_LOGIN_ENABLED: optionalBool,
+  SESSION_SECRET: z.string().min(16).default(DEV_SESSION_SECRET),
+  TOKEN_SIGNING_SEED: z.string().min(16).default(DEV_TOKEN_SIGNING_SEED),
+  SECRET_PEPPER: z.string().min(16).default(DEV_SECRET_PEPPER),
+  SESSION_COOKIE_SECURE: optionalBool,
+  SESSION_TTL_SECONDS: int(300, 30 * 86400).default(8 * 3600),
+  ONBOARDING_TTL_SECONDS: int(60, 86400).default(1800),
+  CORS_ALLOWED_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+  READONLY_FAIL_OPEN: optionalBool,
+  READONLY_FAIL_OPEN_ACK: optionalBool,
+  OIDC_ISSUER: optionalString,
+  OIDC_CLIENT_ID: optionalString,
+  OIDC_CLIENT_SECRET: optionalString,
+  EMAIL_BACKEND: z.enum(['memory', 'smtp', 'none']).optional(),
+  SMTP_HOST: optionalString,
+  SMTP_PORT: int(1, 65535).default(587),
+  SMTP_USERNAME: optionalString,
+  SMTP_PASSWORD: optionalString,
+  SMTP_STARTTLS: optionalBool,
+  SIGNUP_ENABLED: optionalBool,
+  SIGNUP_CLIENT_SECRET: optionalString,
+  AUTH_EVENTS_SECRET: optionalString,
+  BODY_LIMIT_BYTES: int(1024, 64 * 1024 * 1024).default(1024 * 1024),
+  RATE_LIMIT_PERSON_PER_MINUTE: int(1, 1_000_000).default(600),
+  RATE_LIMIT_SIGNIN_PER_MINUTE: int(1, 1_000_000).default(30),
+  RATE_LIMIT_PUBLIC_PER_MINUTE: int(1, 1_000_000).default(60),
+  TRUST_PROXY: optionalBool,
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalString,
+  OTEL_SERVICE_NAME: z.string().min(1).default('tollgate-api'),
+});
+
+export type Env = z.input<typeof envSchema>;
+
+export interface Config {
+  environment: 'development' | 'staging' | 'production';
+  host: string;
+  port: number;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  migrationDatabaseUrl: string | undefined;
+  runtimeRole: string;
+  poolMax: number;
+  seedDemo: boolean;
+  devLoginEnabled: boolean;
+  sessionSecret: string;
+  tokenSigningSeed: string;
+  secretPepper: string;
+  cookieSecure: boolean;
+  sessionTtlSeconds: number;
+  onboardingTtlSeconds: number;
+  corsOrigins: string[];
+  readonlyFailOpen: boolean;
+  readonlyFailOpenAck: boolean;
+  oidc: { issuer?: string; clientId?: string; clientSecret?: string };
+  email: {
+    backend: 'memory' | 'smtp' | 'none';
+    smtp: { host?: string; port: number; username?: string; password?: string; starttls: boolean };
+  };
+  signup: { enabled: boolean; clientSecret?: string };
+  authEventsSecret: string | undefined;
+  bodyLimitBytes: number;
+  rateLimits: { personPerMinute: number; signInPerMinute: number; publicPerMinute: number };
+  trustProxy: boolean;
+  logLevel: string;
+  otel: { tracesEndpoint: string | undefined; serviceName: string };
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses the environment. Throws ConfigError naming each bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  }
+  const e = parsed.data;
+  const production = e.ENVIRONMENT === 'production';
+  const otlpBase = e.OTEL_EXPORTER_OTLP_ENDPOINT?.replace(/\/+$/, '');
+  return {
+    environment: e.ENVIRONMENT,
+    host: e.HOST,
+    port: e.PORT,
+    dataDir: e.DATA_DIR,
+    databaseUrl: e.DATABASE_URL,
+    migrationDatabaseUrl: e.MIGRATION_DATABASE_URL ?? e.DATABASE_URL,
+    runtimeRole: e.DATABASE_RUNTIME_ROLE,
+    poolMax: e.DATABASE_POOL_MAX,
+    seedDemo: e.SEED_DEMO ?? false,
+    devLoginEnabled: e.DEV_LOGIN_ENABLED ?? !production,
+    sessionSecret: e.SESSION_SECRET,
+    tokenSigningSeed: e.TOKEN_SIGNING_SEED,
+    secretPepper: e.SECRET_PEPPER,
+    cookieSecure: e.SESSION_COOKIE_SECURE ?? production,
+    sessionTtlSeconds: e.SESSION_TTL_SECONDS,
+    onboardingTtlSeconds: e.ONBOARDING_TTL_SECONDS,
+    corsOrigins: e.CORS_ALLOWED_ORIGINS,
+    readonlyFailOpen: e.READONLY_FAIL_OPEN ?? false,
+    readonlyFailOpenAck: e.READONLY_FAIL_OPEN_ACK ?? false,
+    oidc: { issuer: e.OIDC_ISSUER, clientId: e.OIDC_CLIENT_ID, clientSecret: e.OIDC_CLIENT_SECRET },
+    email: {
+      backend: e.EMAIL_BACKEND ?? (production ? 'smtp' : 'memory'),
+      smtp: {
+        host: e.SMTP_HOST,
+        port: e.SMTP_PORT,
+        username: e.SMTP_USERNAME,
+        password: e.SMTP_PASSWORD,
+        starttls: e.SMTP_STARTTLS ?? true,
+      },
+    },
+    signup: { enabled: e.SIGNUP_ENABLED ?? false, clientSecret: e.SIGNUP_CLIENT_SECRET },
+    authEventsSecret: e.AUTH_EVENTS_SECRET,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    rateLimits: {
+      personPerMinute: e.RATE_LIMIT_PERSON_PER_MINUTE,
+      signInPerMinute: e.RATE_LIMIT_SIGNIN_PER_MINUTE,
+      publicPerMinute: e.RATE_LIMIT_PUBLIC_PER_MINUTE,
+    },
+    trustProxy: e.TRUST_PROXY ?? false,
+    logLevel: e.LOG_LEVEL,
+    otel: {
+      tracesEndpoint: e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (otlpBase ? `${otlpBase}/v1/traces` : undefined),
+      serviceName: e.OTEL_SERVICE_NAME,
+    },
+  };
+}
+
+/**
+ * The spec's Operational contract: with ENVIRONMENT=production the API and the migration job
+ * refuse to start while any unsafe setting holds. Each problem names the variable to change.
+ */
+export function productionProblems(c: Config): string[] {
+  if (c.environment !== 'production') return [];
+  const problems: string[] = [];
+  if (c.devLoginEnabled) problems.push('DEV_LOGIN_ENABLED: development sign-in must be off in production');
+  if (c.tokenSigningSeed === DEV_TOKEN_SIGNING_SEED)
+    problems.push('TOKEN_SIGNING_SEED: still the development value; set a secret seed');
+  if (c.secretPepper === DEV_SECRET_PEPPER) problems.push('SECRET_PEPPER: still the development value; set a secret');
+  if (c.sessionSecret === DEV_SESSION_SECRET)
+    problems.push('SESSION_SECRET: still the development value; set a secret');
+  if (!c.cookieSecure) problems.push('SESSION_COOKIE_SECURE: secure session cookies must be on in production');
+  if (c.corsOrigins.includes('*')) problems.push('CORS_ALLOWED_ORIGINS: must not contain "*"');
+  if (c.readonlyFailOpen && !c.readonlyFailOpenAck)
+    problems.push('READONLY_FAIL_OPEN: set without its acknowledgement READONLY_FAIL_OPEN_ACK=true');
+  if (!c.oidc.issuer) problems.push('OIDC_ISSUER: missing');
+  if (!c.oidc.clientId) problems.push('OIDC_CLIENT_ID: missing');
+  if (!c.oidc.clientSecret) problems.push('OIDC_CLIENT_SECRET: missing');
+  if (c.email.backend === 'memory') problems.push('EMAIL_BACKEND: the in-memory backend is for development only');
+  if (c.email.backend === 'smtp') {
+    const s = c.email.smtp;
+    if (!s.host) problems.push('SMTP_HOST: missing for EMAIL_BACKEND=smtp');
+    if (!s.username) problems.push('SMTP_USERNAME: missing for EMAIL_BACKEND=smtp');
+    if (!s.password) problems.push('SMTP_PASSWORD: missing for EMAIL_BACKEND=smtp');
+    if (!s.starttls) problems.push('SMTP_STARTTLS: must be true for EMAIL_BACKEND=smtp');
+  }
+  if (c.signup.enabled && !c.signup.clientSecret)
+    problems.push('SIGNUP_CLIENT_SECRET: missing while SIGNUP_ENABLED=true');
+  if (c.signup.enabled && c.email.backend !== 'smtp')
+    problems.push('SIGNUP_ENABLED: self-service sign-up needs EMAIL_BACKEND=smtp');
+  if (c.authEventsSecret !== undefined && c.authEventsSecret.length < 32)
+    problems.push('AUTH_EVENTS_SECRET: shorter than 32 characters');
+  if (!c.databaseUrl) problems.push('DATABASE_URL: missing; the embedded database is for development only');
+  return problems;
+}
+
+/** Loads the configuration and applies the production guard; throws ConfigError on any problem. */
+export function loadCheckedConfig(env: Record<string, string | undefined> = process.env): Config {
+  const config = loadConfig(env);
+  const problems = productionProblems(config);
+  if (problems.length > 0) throw new ConfigError(problems.map((p) => `ENVIRONMENT=production refuses ${p}`));
+  return config;
+}

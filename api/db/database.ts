@@ -1,0 +1,114 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, Migrator, PostgresDialect, sql, type Migration, type Transaction } from 'kysely';
+import { PGliteDialect } from 'kysely-pglite-dialect';
+import pg from 'pg';
+import type { Config } from '../config.js';
+import { foundation } from './migrations/0001_foundation.js';
+import type { DB } from './schema.js';
+
+export type Db = Kysely<DB>;
+export type Tx = Transaction<DB>;
+
+export interface Database {
+  db: Db;
+  kind: 'postgres' | 'embedded';
+  close(): Promise<void>;
+}
+
+/** Every migration, in order. A migration is code; its name is its version. */
+export function migrations(runtimeRole: string): Record<string, Migration> {
+  return {
+    '0001_foundation': foundation(runtimeRole),
+  };
+}
+
+export async function migrate(db: Kysely<unknown>, runtimeRole: string): Promise<string[]> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations(runtimeRole) },
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+function postgres(url: string, max: number): Kysely<DB> {
+  const pool = new pg.Pool({ connectionString: url, max });
+  // An idle client that loses its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => undefined);
+  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+}
+
+async function openEmbedded(config: Config): Promise<Kysely<DB>> {
+  let dataDir = config.dataDir;
+  if (!dataDir.startsWith('memory://')) {
+    dataDir = path.resolve(dataDir, 'pgdata');
+    mkdirSync(dataDir, { recursive: true });
+  }
+  const pglite = await PGlite.create(dataDir);
+  return new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
+}
+
+/**
+ * Opens the database the API uses, connected as the runtime role.
+ * PostgreSQL: DATABASE_URL must name the runtime role; migrations run separately (`tollgate migrate`).
+ * Embedded (PGlite, no DATABASE_URL): migrated on start as the embedded superuser, then the single
+ * connection switches to the runtime role for good, so row-level security applies exactly as on PostgreSQL.
+ */
+export async function openDatabase(config: Config): Promise<Database> {
+  if (config.databaseUrl) {
+    const db = postgres(config.databaseUrl, config.poolMax);
+    await assertRuntimeRole(db);
+    return { db, kind: 'postgres', close: () => db.destroy() };
+  }
+  const db = await openEmbedded(config);
+  await migrate(db as Kysely<unknown>, config.runtimeRole);
+  await sql`set role ${sql.id(config.runtimeRole)}`.execute(db);
+  await assertRuntimeRole(db);
+  return { db, kind: 'embedded', close: () => db.destroy() };
+}
+
+/** Opens the schema owner's connection for `tollgate migrate`. */
+export function openOwnerDatabase(url: string): Kysely<unknown> {
+  return postgres(url, 2) as Kysely<unknown>;
+}
+
+/**
+ * Refuses to serve as a role that could see past row-level security: a superuser, a role with
+ * BYPASSRLS, or the owner of any table.
+ */
+export async function assertRuntimeRole(db: Db): Promise<void> {
+  const { rows } = await sql<{ role: string; rolsuper: boolean; rolbypassrls: boolean; owned: number }>`
+    select current_user as role, r.rolsuper, r.rolbypassrls,
+      (select count(*)::int from pg_tables t
+        where t.schemaname = 'public' and t.tableowner = current_user) as owned
+    from pg_roles r where r.rolname = current_user`.execute(db);
+  const r = rows[0];
+  if (!r) throw new Error('cannot read the database role');
+  if (r.rolsuper || r.rolbypassrls || r.owned > 0) {
+    throw new Error(
+      `the API must connect as a runtime role that owns nothing and is subject to row-level security; ` +
+        `"${r.role}" is ${r.rolsuper ? 'a superuser' : r.rolbypassrls ? 'allowed to bypass RLS' : 'the owner of tables'}. ` +
+        `Point DATABASE_URL at the runtime role and MIGRATION_DATABASE_URL at the schema owner.`,
+    );
+  }
+}
+
+export interface Scope {
+  orgId?: string | null;
+  userId?: string | null;
+}
+
+/**
+ * Runs fn in one transaction with the organisation (and person) set for row-level security.
+ * Every statement inside must use the transaction it is given.
+ */
+export function inScope<T>(db: Db, scope: Scope, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  return db.transaction().execute(async (tx) => {
+    await sql`select set_config('app.org_id', ${scope.orgId ?? ''}, true),
+                     set_config('app.user_id', ${scope.userId ?? ''}, true)`.execute(tx);
+    return fn(tx);
+  });
+}

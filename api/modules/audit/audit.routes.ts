@@ -1,0 +1,72 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { sql } from 'kysely';
+import { z } from 'zod';
+import { inScope } from '../../db/database.js';
+import { personOf } from '../../platform/auth.js';
+import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
+import { iso, timestamp } from '../../platform/schemas.js';
+import { caller } from '../../platform/route.js';
+
+const auditOut = z.object({
+  id: z.uuid(),
+  at: timestamp,
+  actor: z.object({ type: z.string(), id: z.string().nullable() }),
+  action: z.string(),
+  target_type: z.string().nullable(),
+  target_id: z.string().nullable(),
+  outcome: z.string(),
+  correlation_id: z.string(),
+  details: z.record(z.string(), z.unknown()),
+});
+const filters = z.object({
+  action: z.string().max(200).optional(),
+  actor_id: z.string().max(200).optional(),
+  outcome: z.string().max(40).optional(),
+  target_id: z.string().max(200).optional(),
+});
+
+export async function auditRoutes(app: FastifyInstance): Promise<void> {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const { db, config } = app.deps;
+  const cursors = new Cursors(config.sessionSecret);
+
+  r.get(
+    '/audit',
+    {
+      ...caller('audit:read'),
+      schema: {
+        summary: 'The audit log, newest first; filters match exactly',
+        tags: ['Evidence and governance'],
+        querystring: pageQuery().extend(filters.shape),
+        response: { 200: pageOf(auditOut) },
+      },
+    },
+    async (req) => {
+      const p = personOf(req);
+      const { limit, cursor, action, actor_id, outcome, target_id } = req.query;
+      const scope = `audit:${p.orgId}`;
+      const after = cursors.decode(scope, cursor);
+      const rows = await inScope(db, { orgId: p.orgId }, (tx) => {
+        let q = tx.selectFrom('audit_events').selectAll().where('org_id', '=', p.orgId);
+        if (action) q = q.where('action', '=', action);
+        if (actor_id) q = q.where('actor_id', '=', actor_id);
+        if (outcome) q = q.where('outcome', '=', outcome);
+        if (target_id) q = q.where('target_id', '=', target_id);
+        if (after) q = q.where(sql<boolean>`(at, id) < (${after.t}::timestamptz, ${after.id}::uuid)`);
+        return q.orderBy('at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
+      });
+      return cursors.page(scope, rows, limit, (e) => ({ t: iso(e.at), id: e.id }), (e) => ({
+        id: e.id,
+        at: iso(e.at),
+        actor: { type: e.actor_type, id: e.actor_id },
+        action: e.action,
+        target_type: e.target_type,
+        target_id: e.target_id,
+        outcome: e.outcome,
+        correlation_id: e.correlation_id,
+        details: e.details,
+      }));
+    },
+  );
+}

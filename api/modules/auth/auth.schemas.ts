@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import { email, timestamp } from '../../platform/schemas.js';
+import { tenantOut } from '../tenants/tenants.schemas.js';
+
+export const personOut = z.object({ id: z.uuid(), email: z.string(), display_name: z.string() });
+
+export const devLoginIn = z.object({
+  email,
+  tenant_id: z.uuid().nullable().optional(),
+});
+
+export const devLoginOut = z.object({
+  status: z.enum(['signed_in', 'onboarding']),
+  user: personOut,
+  tenant: tenantOut.nullable(),
+  csrf_token: z.string(),
+});
+
+export const meOut = z.object({
+  user: personOut,
+  tenant: tenantOut,
+  roles: z.array(z.string()),
+  permissions: z.array(z.string()),
+  tenants: z.array(z.object({ id: z.uuid(), slug: z.string(), name: z.string(), roles: z.array(z.string()) })),
+  csrf_token: z.string(),
+});
+
+export const onboardingOut = z.object({
+  user: personOut,
+  expires_at: timestamp.nullable(),
+  tenants: z.number().int(),
+  csrf_token: z.string(),
+});
+
+export const providersOut = z.object({
+  providers: z.array(
+    z.object({ id: z.string(), kind: z.enum(['development', 'oidc']), name: z.string(), login_url: z.string() }),
+  ),
+  signup_enabled: z.boolean(),
+});
+
+export const switchTenantIn = z.object({ tenant_id: z.uuid() });

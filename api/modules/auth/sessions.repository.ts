@@ -1,0 +1,63 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Db, Tx } from '../../db/database.js';
+
+export const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
+const newToken = () => randomBytes(32).toString('base64url');
+
+export interface NewSession {
+  token: string;
+  csrfToken: string;
+  expiresAt: Date;
+}
+
+/** Sessions are a platform table: a session belongs to a person, who may span organisations. */
+export async function createSession(
+  db: Db | Tx,
+  userId: string,
+  orgId: string,
+  now: Date,
+  ttlSeconds: number,
+): Promise<NewSession> {
+  const token = newToken();
+  const csrfToken = newToken();
+  const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
+  await db
+    .insertInto('sessions')
+    .values({ id: hashToken(token), user_id: userId, org_id: orgId, csrf_token: csrfToken, expires_at: expiresAt, created_at: now })
+    .execute();
+  return { token, csrfToken, expiresAt };
+}
+
+export async function findSession(db: Db, token: string, now: Date) {
+  return db
+    .selectFrom('sessions')
+    .innerJoin('users', 'users.id', 'sessions.user_id')
+    .select([
+      'sessions.id',
+      'sessions.user_id',
+      'sessions.org_id',
+      'sessions.csrf_token',
+      'sessions.expires_at',
+      'users.email',
+      'users.display_name',
+    ])
+    .where('sessions.id', '=', hashToken(token))
+    .where('sessions.expires_at', '>', now)
+    .executeTakeFirst();
+}
+
+export async function setSessionOrg(db: Db | Tx, sessionId: string, orgId: string): Promise<void> {
+  await db.updateTable('sessions').set({ org_id: orgId }).where('id', '=', sessionId).execute();
+}
+
+export async function deleteSession(db: Db | Tx, sessionId: string): Promise<void> {
+  await db.deleteFrom('sessions').where('id', '=', sessionId).execute();
+}
+
+/** Ends every session of a person, or only those in one organisation. */
+export async function deleteSessionsOf(db: Db | Tx, userId: string, orgId?: string): Promise<number> {
+  let q = db.deleteFrom('sessions').where('user_id', '=', userId);
+  if (orgId) q = q.where('org_id', '=', orgId);
+  const r = await q.executeTakeFirst();
+  return Number(r.numDeletedRows ?? 0);
+}

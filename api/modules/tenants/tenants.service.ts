@@ -1,0 +1,74 @@
+import { randomUUID } from 'node:crypto';
+import { inScope, type Db } from '../../db/database.js';
+import { ApiError } from '../../platform/errors.js';
+import { isUniqueViolation } from '../../platform/schemas.js';
+import { recordAudit } from '../audit/audit.repository.js';
+import { notify } from '../notifications/notifications.repository.js';
+import type { OrganisationRow } from './tenants.repository.js';
+
+export interface NewOrganisation {
+  name: string;
+  slug: string;
+  primaryRegion: string;
+  creator: { userId: string; displayName: string };
+  correlationId: string;
+  now: Date;
+}
+
+/**
+ * Creates an organisation with its creator as organisation administrator, in one transaction
+ * scoped to the new organisation, so row-level security checks every row written.
+ */
+export async function createOrganisation(db: Db, o: NewOrganisation): Promise<OrganisationRow> {
+  const id = randomUUID();
+  try {
+    return await inScope(db, { orgId: id, userId: o.creator.userId }, async (tx) => {
+      const org = await tx
+        .insertInto('organisations')
+        .values({ id, slug: o.slug, name: o.name, primary_region: o.primaryRegion, created_at: o.now, updated_at: o.now })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await tx
+        .insertInto('memberships')
+        .values({
+          org_id: id,
+          user_id: o.creator.userId,
+          display_name: o.creator.displayName,
+          roles: ['org_admin'],
+          created_at: o.now,
+          updated_at: o.now,
+        })
+        .execute();
+      await recordAudit(
+        tx,
+        id,
+        {
+          actorType: 'person',
+          actorId: o.creator.userId,
+          action: 'tenant.onboarded',
+          targetType: 'tenant',
+          targetId: id,
+          outcome: 'success',
+          correlationId: o.correlationId,
+          details: { slug: o.slug, primary_region: o.primaryRegion },
+        },
+        o.now,
+      );
+      await notify(
+        tx,
+        id,
+        o.creator.userId,
+        'organisation.welcome',
+        `Welcome to ${o.name}`,
+        'You are the organisation administrator. Add people under Users and register your first agent.',
+        o.now,
+      );
+      return org;
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) {
+      throw new ApiError('conflict', `The slug "${o.slug}" is taken; choose another.`, { field: 'slug' });
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,192 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { inScope } from '../db/database.js';
+import { recordAudit } from '../modules/audit/audit.repository.js';
+import { findSession } from '../modules/auth/sessions.repository.js';
+import { ALL_PERMISSIONS, permissionsOf, type Permission } from '../modules/roles/catalogue.js';
+import type { OnboardingPrincipal, PersonPrincipal } from './context.js';
+import { ApiError, forbidden } from './errors.js';
+
+export const SESSION_COOKIE = 'tollgate_session';
+export const CSRF_COOKIE = 'tollgate_csrf';
+export const ONBOARDING_COOKIE = 'tollgate_onboarding';
+
+const UNSAFE = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+const PERMISSION_SET = new Set<string>(ALL_PERMISSIONS);
+
+function equalSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** The person behind the session cookie, with the roles of the session's organisation. */
+async function personFromSession(app: FastifyInstance, req: FastifyRequest): Promise<PersonPrincipal | null> {
+  const token = req.cookies[SESSION_COOKIE];
+  if (!token) return null;
+  const { db, clock } = app.deps;
+  const session = await findSession(db, token, clock.now());
+  if (!session || !session.org_id) return null;
+  const orgId = session.org_id;
+  const membership = await inScope(db, { orgId, userId: session.user_id }, (tx) =>
+    tx
+      .selectFrom('memberships')
+      .select(['roles', 'status', 'display_name'])
+      .where('org_id', '=', orgId)
+      .where('user_id', '=', session.user_id)
+      .executeTakeFirst(),
+  );
+  if (!membership || membership.status !== 'active') return null;
+  return {
+    kind: 'person',
+    sessionId: session.id,
+    userId: session.user_id,
+    email: session.email,
+    displayName: membership.display_name,
+    orgId,
+    roles: membership.roles,
+    permissions: permissionsOf(membership.roles),
+    csrfToken: session.csrf_token,
+  };
+}
+
+interface OnboardingPayload {
+  uid: string;
+  email: string;
+  name: string;
+  exp: number;
+  csrf: string;
+}
+
+/** The signed, short-lived onboarding cookie of a person who has no organisation yet. */
+function onboardingFromCookie(app: FastifyInstance, req: FastifyRequest): OnboardingPrincipal | null {
+  const raw = req.cookies[ONBOARDING_COOKIE];
+  if (!raw) return null;
+  const unsigned = req.unsignCookie(raw);
+  if (!unsigned.valid || unsigned.value === null) return null;
+  try {
+    const p = JSON.parse(Buffer.from(unsigned.value, 'base64url').toString('utf8')) as OnboardingPayload;
+    if (typeof p.exp !== 'number' || p.exp <= app.deps.clock.now().getTime()) return null;
+    return {
+      kind: 'onboarding',
+      userId: p.uid,
+      email: p.email,
+      displayName: p.name,
+      expiresAt: new Date(p.exp),
+      csrfToken: p.csrf,
+    };
+  } catch {
+    return null;
+  }
+}
+
+export function cookieOptions(app: FastifyInstance, maxAgeSeconds: number, httpOnly = true) {
+  return {
+    path: '/',
+    httpOnly,
+    sameSite: 'lax' as const,
+    secure: app.deps.config.cookieSecure,
+    maxAge: maxAgeSeconds,
+  };
+}
+
+/** Sets the session and CSRF cookies. The CSRF cookie is readable by the page, the session one is not. */
+export function setSessionCookies(
+  app: FastifyInstance,
+  reply: FastifyReply,
+  session: { token: string; csrfToken: string },
+): void {
+  const ttl = app.deps.config.sessionTtlSeconds;
+  reply.setCookie(SESSION_COOKIE, session.token, cookieOptions(app, ttl));
+  reply.setCookie(CSRF_COOKIE, session.csrfToken, cookieOptions(app, ttl, false));
+  reply.clearCookie(ONBOARDING_COOKIE, { path: '/' });
+}
+
+export function setOnboardingCookies(
+  app: FastifyInstance,
+  reply: FastifyReply,
+  user: { id: string; email: string; displayName: string },
+): { csrfToken: string; expiresAt: Date } {
+  const ttl = app.deps.config.onboardingTtlSeconds;
+  const csrf = randomBytes(32).toString('base64url');
+  const expiresAt = new Date(app.deps.clock.now().getTime() + ttl * 1000);
+  const payload: OnboardingPayload = {
+    uid: user.id,
+    email: user.email,
+    name: user.displayName,
+    exp: expiresAt.getTime(),
+    csrf,
+  };
+  const value = Buffer.from(JSON.stringify(payload)).toString('base64url');
+  reply.setCookie(ONBOARDING_COOKIE, value, { ...cookieOptions(app, ttl), signed: true });
+  reply.setCookie(CSRF_COOKIE, csrf, cookieOptions(app, ttl, false));
+  reply.clearCookie(SESSION_COOKIE, { path: '/' });
+  return { csrfToken: csrf, expiresAt };
+}
+
+export function clearAuthCookies(reply: FastifyReply): void {
+  for (const name of [SESSION_COOKIE, CSRF_COOKIE, ONBOARDING_COOKIE]) reply.clearCookie(name, { path: '/' });
+}
+
+/**
+ * The one place that decides who is calling: authentication (401), CSRF on unsafe methods (403
+ * csrf_failed), then the operation's permission (403 forbidden, audited). Runs on every route that
+ * declares a caller.
+ */
+export function registerAuthentication(app: FastifyInstance): void {
+  app.decorateRequest('principal', null);
+  app.addHook('onRequest', async (req) => {
+    const caller = req.routeOptions.config.caller;
+    if (!caller || caller === 'public') return;
+    if (caller === 'agent' || caller === 'client') {
+      throw new ApiError('unauthenticated', 'This operation is not available yet.');
+    }
+
+    const person = await personFromSession(app, req);
+    req.principal = person ?? (caller === 'onboarding' ? onboardingFromCookie(app, req) : null);
+    const principal = req.principal;
+    if (!principal) throw new ApiError('unauthenticated');
+
+    if (UNSAFE.has(req.method)) {
+      const header = req.headers['x-csrf-token'];
+      const cookie = req.cookies[CSRF_COOKIE];
+      const ok =
+        typeof header === 'string' &&
+        typeof cookie === 'string' &&
+        equalSecret(header, cookie) &&
+        equalSecret(header, principal.csrfToken);
+      if (!ok) throw new ApiError('csrf_failed');
+    }
+
+    if (PERMISSION_SET.has(caller) && principal.kind === 'person') {
+      const permission = caller as Permission;
+      if (!principal.permissions.has(permission)) {
+        await inScope(app.deps.db, { orgId: principal.orgId }, (tx) =>
+          recordAudit(
+            tx,
+            principal.orgId,
+            {
+              actorType: 'person',
+              actorId: principal.userId,
+              action: 'permission.denied',
+              targetType: 'operation',
+              targetId: `${req.method} ${req.routeOptions.url}`,
+              outcome: 'denied',
+              correlationId: req.id,
+              details: { required_permission: permission },
+            },
+            app.deps.clock.now(),
+          ),
+        );
+        throw forbidden(permission);
+      }
+    }
+  });
+}
+
+/** The signed-in person of a route whose caller is a permission or `signed in`. */
+export function personOf(req: FastifyRequest): PersonPrincipal {
+  const p = req.principal;
+  if (!p || p.kind !== 'person') throw new ApiError('unauthenticated');
+  return p;
+}

@@ -1,0 +1,21 @@
+import type { FastifyInstance } from 'fastify';
+import type { Caller, RateGroup } from './context.js';
+
+export const CALLER_EXTENSION = 'x-tollgate-caller';
+
+/** Route options naming who may call the operation (and, where it differs, its rate-limit group). */
+export function caller(who: Caller, rateGroup?: RateGroup): { config: { caller: Caller; rateGroup?: RateGroup } } {
+  return { config: rateGroup ? { caller: who, rateGroup } : { caller: who } };
+}
+
+/**
+ * The caller is written once, in the route config that the authentication hook reads; this hook
+ * copies it into the OpenAPI operation as x-tollgate-caller. Register it before @fastify/swagger.
+ */
+export function registerCallerExtension(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    const who = route.config?.caller;
+    if (!who) return;
+    route.schema = { ...(route.schema ?? {}), [CALLER_EXTENSION]: who } as typeof route.schema;
+  });
+}

@@ -1,0 +1,30 @@
+import { FastifyOtelInstrumentation } from '@fastify/otel';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../config.js';
+
+const HEALTH_PATHS = new Set(['/healthz', '/readyz']);
+
+/**
+ * OpenTelemetry traces over OTLP/HTTP, only when an endpoint is configured. Health checks are not
+ * traced. Spans are flushed when the app closes.
+ */
+export async function registerTracing(app: FastifyInstance, config: Config): Promise<void> {
+  const url = config.otel.tracesEndpoint;
+  if (!url) return;
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': config.otel.serviceName }),
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }), { scheduledDelayMillis: 500 })],
+  });
+  provider.register();
+  const instrumentation = new FastifyOtelInstrumentation({
+    ignorePaths: (opts: { url: string }) => HEALTH_PATHS.has(opts.url.split('?')[0] ?? ''),
+  });
+  instrumentation.setTracerProvider(provider);
+  await app.register(instrumentation.plugin());
+  app.addHook('onClose', async () => {
+    await provider.shutdown();
+  });
+}

@@ -1,0 +1,25 @@
+import type { FastifyInstance } from 'fastify';
+import { caller } from './platform/route.js';
+import { auditRoutes } from './modules/audit/audit.routes.js';
+import { authRoutes } from './modules/auth/auth.routes.js';
+import { notificationsRoutes } from './modules/notifications/notifications.routes.js';
+import { rolesRoutes } from './modules/roles/roles.routes.js';
+import { settingsRoutes } from './modules/settings/settings.routes.js';
+import { tenantsRoutes } from './modules/tenants/tenants.routes.js';
+import { usersRoutes } from './modules/users/users.routes.js';
+
+/** Every operation under /api/v1, one module a group. */
+export async function apiRoutes(app: FastifyInstance): Promise<void> {
+  app.get(
+    '/openapi.json',
+    { ...caller('public'), schema: { summary: 'This OpenAPI 3.1 document', tags: ['Service'] } },
+    async () => app.swagger(),
+  );
+  await app.register(authRoutes);
+  await app.register(tenantsRoutes);
+  await app.register(usersRoutes);
+  await app.register(rolesRoutes);
+  await app.register(settingsRoutes);
+  await app.register(notificationsRoutes);
+  await app.register(auditRoutes);
+}

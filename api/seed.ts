@@ -1,0 +1,31 @@
+import { inScope, type Db } from './db/database.js';
+import { createOrganisation } from './modules/tenants/tenants.service.js';
+import { findOrCreatePerson } from './modules/users/users.repository.js';
+
+export const DEMO_ADMIN_EMAIL = 'admin@demo.example';
+export const DEMO_SLUG = 'demo';
+
+/**
+ * The demo organisation of `make run`: "Demo Organisation" (slug demo) with its administrator
+ * admin@demo.example, who signs in with development sign-in. Idempotent.
+ */
+export async function seedDemo(db: Db, now: Date): Promise<void> {
+  const admin = await findOrCreatePerson(db, DEMO_ADMIN_EMAIL, 'Demo Administrator');
+  const existing = await inScope(db, { userId: admin.id }, (tx) =>
+    tx
+      .selectFrom('memberships')
+      .innerJoin('organisations', 'organisations.id', 'memberships.org_id')
+      .select('organisations.id')
+      .where('organisations.slug', '=', DEMO_SLUG)
+      .executeTakeFirst(),
+  );
+  if (existing) return;
+  await createOrganisation(db, {
+    name: 'Demo Organisation',
+    slug: DEMO_SLUG,
+    primaryRegion: 'eu-west',
+    creator: { userId: admin.id, displayName: 'Demo Administrator' },
+    correlationId: 'seed-demo-organisation',
+    now,
+  });
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+import { ConfigError, loadCheckedConfig } from './api/config.js';
+import { migrate, openOwnerDatabase } from './api/db/database.js';
+import { startApi } from './api/server.js';
+
+const USAGE = `usage: tollgate <command>
+
+commands:
+  api       start the central API (PORT, DATABASE_URL or the embedded database under DATA_DIR)
+  migrate   apply database migrations as the schema owner (MIGRATION_DATABASE_URL or DATABASE_URL)
+  help      show this text
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const command = argv[0] ?? 'help';
+  if (command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (command !== 'api' && command !== 'migrate') {
+    process.stderr.write(`tollgate: unknown command "${command}"\n\n${USAGE}`);
+    return 2;
+  }
+  let config;
+  try {
+    config = loadCheckedConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`tollgate ${command}: refusing to start, ${err.message}\n`);
+      return 78; // EX_CONFIG
+    }
+    throw err;
+  }
+  if (command === 'migrate') {
+    if (!config.migrationDatabaseUrl) {
+      process.stderr.write(
+        'tollgate migrate: set MIGRATION_DATABASE_URL (or DATABASE_URL) to the schema owner; the embedded database migrates itself on start\n',
+      );
+      return 78;
+    }
+    const db = openOwnerDatabase(config.migrationDatabaseUrl);
+    try {
+      const applied = await migrate(db, config.runtimeRole);
+      process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+    } finally {
+      await db.destroy();
+    }
+    return 0;
+  }
+  await startApi(config);
+  return -1; // keeps running
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err: Error) => {
+    process.stderr.write(`tollgate: ${err.message}\n`);
+    process.exit(1);
+  },
+);
