@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import rateLimit from '@fastify/rate-limit';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { sql } from 'kysely';
 import { registerAuthentication } from './platform/auth.js';
@@ -31,7 +31,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     loggerInstance: createLogger(config.logLevel, deps.logStream),
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
-    requestIdLogLabel: 'correlation_id',
+    logController: new LogController({
+      requestIdLogLabel: 'correlation_id',
+      disableRequestLogging: (req) => req.url === '/healthz' || req.url === '/readyz',
+    }),
     // The correlation ID is the request ID: the caller's when it is well-formed, else a new one.
     genReqId: (req) => {
       const given = req.headers[CORRELATION_HEADER];

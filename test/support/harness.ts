@@ -1,0 +1,168 @@
+import { randomBytes } from 'node:crypto';
+import { PassThrough } from 'node:stream';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { buildApp } from '../../api/app.js';
+import { loadConfig, type Config } from '../../api/config.js';
+import { openDatabase, type Database } from '../../api/db/database.js';
+import type { Clock } from '../../api/platform/context.js';
+import { OWNER_ROLE, RUNTIME_ROLE, TEMPLATE_DB, withDatabase } from './pg-urls.js';
+
+/** A fresh database copied from the migrated template; URLs for the runtime role and the owner. */
+export async function freshDatabase(): Promise<{ name: string; runtimeUrl: string; ownerUrl: string; drop(): Promise<void> }> {
+  const adminUrl = inject('pgAdminUrl');
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name} template ${TEMPLATE_DB} owner ${OWNER_ROLE}`);
+  } finally {
+    await admin.end();
+  }
+  return {
+    name,
+    runtimeUrl: withDatabase(adminUrl, name, RUNTIME_ROLE),
+    ownerUrl: withDatabase(adminUrl, name, OWNER_ROLE),
+    async drop() {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      try {
+        await c.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+/** A clock tests move by hand. */
+export class TestClock implements Clock {
+  constructor(private t = new Date('2026-11-23T09:00:00.000Z')) {}
+  now(): Date {
+    return new Date(this.t);
+  }
+  advance(seconds: number): void {
+    this.t = new Date(this.t.getTime() + seconds * 1000);
+  }
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  database: Database;
+  config: Config;
+  clock?: Clock;
+  logs: string[];
+  runtimeUrl: string;
+  ownerUrl: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The real app on real PostgreSQL, connected as the runtime role, on a fresh database.
+ * `env` overrides configuration; `share` reuses another TestApp's database (several API processes).
+ */
+export async function startTestApp(
+  opts: { env?: Record<string, string>; clock?: Clock; share?: TestApp } = {},
+): Promise<TestApp> {
+  const fresh = opts.share ? undefined : await freshDatabase();
+  const runtimeUrl = opts.share?.runtimeUrl ?? fresh!.runtimeUrl;
+  const ownerUrl = opts.share?.ownerUrl ?? fresh!.ownerUrl;
+  const config = loadConfig({ LOG_LEVEL: 'info', ...opts.env, DATABASE_URL: runtimeUrl, DATABASE_POOL_MAX: '4' });
+  const database = await openDatabase(config);
+  const logs: string[] = [];
+  const logStream = new PassThrough();
+  logStream.on('data', (chunk: Buffer) => logs.push(...chunk.toString('utf8').split('\n').filter(Boolean)));
+  const app = await buildApp({ config, db: database.db, clock: opts.clock, logStream });
+  await app.ready();
+  return {
+    app,
+    database,
+    config,
+    clock: opts.clock,
+    logs,
+    runtimeUrl,
+    ownerUrl,
+    async close() {
+      await app.close();
+      await database.close();
+      await fresh?.drop();
+    },
+  };
+}
+
+type Body = Record<string, unknown> | unknown[] | undefined;
+
+/** A browser-like caller: keeps cookies and sends the CSRF header on unsafe methods. */
+export class Client {
+  readonly cookies = new Map<string, string>();
+  constructor(private readonly app: FastifyInstance) {}
+
+  get csrf(): string | undefined {
+    return this.cookies.get('tollgate_csrf');
+  }
+
+  async request(
+    method: InjectOptions['method'],
+    url: string,
+    body?: Body,
+    headers: Record<string, string> = {},
+  ): Promise<LightMyRequestResponse & { body: string; json<T = any>(): T }> {
+    const h: Record<string, string> = { ...headers };
+    if (this.cookies.size > 0) h.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    if (method !== 'GET' && this.csrf && !('x-csrf-token' in h)) h['x-csrf-token'] = this.csrf;
+    const res = await this.app.inject({ method, url, headers: h, ...(body !== undefined ? { payload: body as object } : {}) });
+    for (const c of res.cookies as Array<{ name: string; value: string; maxAge?: number; expires?: Date }>) {
+      const expired = c.maxAge === 0 || (c.expires && c.expires.getTime() <= Date.now()) || c.value === '';
+      if (expired) this.cookies.delete(c.name);
+      else this.cookies.set(c.name, c.value);
+    }
+    return res as never;
+  }
+
+  get(url: string, headers?: Record<string, string>) {
+    return this.request('GET', url, undefined, headers);
+  }
+  post(url: string, body?: Body, headers?: Record<string, string>) {
+    return this.request('POST', url, body, headers);
+  }
+  patch(url: string, body?: Body, headers?: Record<string, string>) {
+    return this.request('PATCH', url, body, headers);
+  }
+  delete(url: string, headers?: Record<string, string>) {
+    return this.request('DELETE', url, undefined, headers);
+  }
+}
+
+export const api = (path: string) => `/api/v1${path}`;
+
+let counter = 0;
+export const uniqueSlug = (prefix = 'org') => `${prefix}-${process.pid}-${++counter}-${randomBytes(2).toString('hex')}`;
+
+/** Signs in (development sign-in) as a new person and creates an organisation: its administrator. */
+export async function onboardAdmin(app: FastifyInstance, name = 'Acme') {
+  const client = new Client(app);
+  const email = `admin-${randomBytes(4).toString('hex')}@example.com`;
+  const login = await client.post(api('/auth/dev-login'), { email });
+  if (login.statusCode !== 200) throw new Error(`dev-login: ${login.statusCode} ${login.body}`);
+  const res = await client.post(api('/tenants/onboard'), {
+    name,
+    slug: uniqueSlug(),
+    primary_region: 'eu-west',
+    admin_display_name: 'Ada Admin',
+  });
+  if (res.statusCode !== 201) throw new Error(`onboard: ${res.statusCode} ${res.body}`);
+  const tenant = res.json().tenant as { id: string; slug: string };
+  return { client, email, tenant, userId: login.json().user.id as string };
+}
+
+/** Adds a person with the given roles to the admin's organisation and signs them in. */
+export async function addMember(app: FastifyInstance, admin: Client, roles: string[], tenantId?: string) {
+  const email = `member-${randomBytes(4).toString('hex')}@example.com`;
+  const res = await admin.post(api('/users'), { email, display_name: 'Mem Ber', roles });
+  if (res.statusCode !== 201) throw new Error(`add member: ${res.statusCode} ${res.body}`);
+  const client = new Client(app);
+  const login = await client.post(api('/auth/dev-login'), { email, ...(tenantId ? { tenant_id: tenantId } : {}) });
+  if (login.statusCode !== 200) throw new Error(`member login: ${login.statusCode} ${login.body}`);
+  return { client, email, userId: res.json().id as string };
+}
