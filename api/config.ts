@@ -71,6 +71,9 @@ const envSchema = z.object({
 
 export type Env = z.input<typeof envSchema>;
 
+/** Every environment variable Tollgate reads (the README's configuration table lists each). */
+export const ENV_VARS = Object.keys(envSchema.shape);
+
 export interface Config {
   environment: 'development' | 'staging' | 'production';
   host: string;

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import { caller } from './platform/route.js';
 import { auditRoutes } from './modules/audit/audit.routes.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
@@ -12,7 +13,14 @@ import { usersRoutes } from './modules/users/users.routes.js';
 export async function apiRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/openapi.json',
-    { ...caller('public'), schema: { summary: 'This OpenAPI 3.1 document', tags: ['Service'] } },
+    {
+      ...caller('public'),
+      schema: {
+        summary: 'This OpenAPI 3.1 document',
+        tags: ['Service'],
+        response: { 200: z.record(z.string(), z.unknown()).describe('OpenAPI 3.1 document') },
+      },
+    },
     async () => app.swagger(),
   );
   await app.register(authRoutes);

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Caller, RateGroup } from './context.js';
+import { errorEnvelope } from './schemas.js';
 
 export const CALLER_EXTENSION = 'x-tollgate-caller';
 
@@ -16,6 +17,17 @@ export function registerCallerExtension(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     const who = route.config?.caller;
     if (!who) return;
-    route.schema = { ...(route.schema ?? {}), [CALLER_EXTENSION]: who } as typeof route.schema;
+    const schema = (route.schema ?? {}) as Record<string, unknown>;
+    const signedIn = who !== 'public';
+    const unsafe = !['GET', 'HEAD'].includes(String(route.method));
+    route.schema = {
+      ...schema,
+      [CALLER_EXTENSION]: who,
+      // Cookie callers: the session (or onboarding) cookie, and the CSRF header on unsafe methods.
+      ...(signedIn && !['agent', 'client'].includes(who)
+        ? { security: [unsafe ? { session: [], csrf: [] } : { session: [] }] }
+        : {}),
+      response: { ...((schema.response as object | undefined) ?? {}), '4XX': errorEnvelope, '5XX': errorEnvelope },
+    } as typeof route.schema;
   });
 }

@@ -1,0 +1,50 @@
+# Tollgate. `make` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+.PHONY: help deps postgres build run test bench lint openapi clean
+
+NPM_STAMP := node_modules/.package-lock.json
+SOURCES := $(shell find api controller sidecar -name '*.ts' 2>/dev/null) cli.ts tsconfig.json
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+deps: $(NPM_STAMP) ## install the npm dependencies (npm ci) when they are missing or stale
+
+postgres: ## install PostgreSQL 15 (Debian) for the tests when no server is installed and no DATABASE_URL is set
+	@if [ -n "$$DATABASE_URL" ] || ls /usr/lib/postgresql/1[5-9]/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 >/dev/null; \
+	else echo "install PostgreSQL 15 or newer, or set DATABASE_URL" >&2; exit 1; fi
+
+dist/cli.js: $(NPM_STAMP) $(SOURCES)
+	npx tsc -p tsconfig.json
+	@touch $@
+
+build: dist/cli.js ## compile TypeScript into dist/
+
+run: build ## start the API on http://127.0.0.1:8080 (embedded database in ./.data, demo organisation, dev sign-in)
+	SEED_DEMO=$${SEED_DEMO:-true} node dist/cli.js api
+
+test: build postgres ## run every test (starts a throwaway PostgreSQL unless DATABASE_URL is set)
+	@mkdir -p .cache
+	@rm -f .cache/vitest.json
+	@status=0; npx vitest run --reporter=default --reporter=json --outputFile.json=.cache/vitest.json || status=$$?; \
+	  node scripts/test-summary.mjs .cache/vitest.json; exit $$status
+
+bench: build postgres ## run the benchmarks in bench/
+	node --import tsx bench/run.ts
+
+lint: deps ## type-check the code, tests and scripts
+	npx tsc -p tsconfig.json --noEmit
+	npx tsc -p tsconfig.check.json --noEmit
+
+openapi: deps ## regenerate docs/openapi.json after changing a route
+	npx tsx scripts/gen-openapi.ts
+
+clean: ## remove build output, caches and the embedded database
+	rm -rf dist .cache .data

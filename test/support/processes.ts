@@ -1,0 +1,42 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+
+export const ROOT = path.resolve(import.meta.dirname, '../..');
+
+/** Starts `tollgate <args>` from source, as `node dist/cli.js` would run it after a build. */
+export function spawnTollgate(args: string[], env: Record<string, string>): ChildProcess & { output: () => string } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cli.ts', ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  return Object.assign(child, { output: () => out });
+}
+
+/** Polls url until it answers 200, or throws after timeoutMs. */
+export async function waitForHttp(url: string, timeoutMs: number, child?: ChildProcess): Promise<number> {
+  const started = Date.now();
+  while (Date.now() - started < timeoutMs) {
+    if (child && child.exitCode !== null) throw new Error(`process exited with ${child.exitCode}`);
+    try {
+      const res = await fetch(url);
+      if (res.ok) return Date.now() - started;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not answer within ${timeoutMs} ms`);
+}
+
+export async function stop(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}

@@ -1,0 +1,49 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { openApiDocument, render } from '../../scripts/openapi-document.js';
+
+type Operation = { 'x-tollgate-caller'?: string; responses: Record<string, unknown> };
+type Paths = Record<string, Record<string, Operation>>;
+
+/** The spec's operations.tsv (copied into test/fixtures): method, path, caller, success status. */
+const specOperations = new Map(
+  readFileSync(new URL('../fixtures/operations.tsv', import.meta.url), 'utf8')
+    .trim()
+    .split('\n')
+    .slice(1)
+    .map((line) => line.split('\t'))
+    .map(([method, path, caller, success]) => [`${method} ${path}`, { caller: caller!, success: success! }]),
+);
+
+describe('OpenAPI document', async () => {
+  const doc = await openApiDocument();
+  const paths = doc.paths as Paths;
+  const operations = Object.entries(paths).flatMap(([path, ops]) =>
+    Object.entries(ops).map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, op })),
+  );
+
+  it('is OpenAPI 3.1 at API version 0.1.0', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect((doc.info as { version: string }).version).toBe('0.1.0');
+  });
+
+  it('matches the checked-in docs/openapi.json (run `npm run gen:openapi` after changing a route)', () => {
+    const checkedIn = readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8');
+    expect(render(doc)).toBe(checkedIn);
+  });
+
+  it('lists only operations of the spec, each with the caller and success status the spec gives', () => {
+    expect(operations.length).toBeGreaterThan(0);
+    for (const { key, op } of operations) {
+      const spec = specOperations.get(key);
+      expect(spec, `${key} is not an operation of the spec`).toBeDefined();
+      // "public (disabled in production)" is the public caller with a note.
+      expect(op['x-tollgate-caller'], key).toBe(spec!.caller.replace(/ \(.*\)$/, ''));
+      expect(Object.keys(op.responses), key).toContain(spec!.success);
+    }
+  });
+
+  it('documents the error envelope for every operation', () => {
+    for (const { key, op } of operations) expect(Object.keys(op.responses), key).toEqual(expect.arrayContaining(['4XX', '5XX']));
+  });
+});
