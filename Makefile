@@ -1,7 +1,7 @@
 # Tollgate. `make` lists the targets.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps postgres build run test bench lint openapi clean
+.PHONY: help deps postgres build run test bench lint docs clean
 
 NPM_STAMP := node_modules/.package-lock.json
 SOURCES := $(shell find api controller sidecar -name '*.ts' 2>/dev/null) cli.ts tsconfig.json
@@ -43,8 +43,8 @@ lint: deps ## type-check the code, tests and scripts
 	npx tsc -p tsconfig.json --noEmit
 	npx tsc -p tsconfig.check.json --noEmit
 
-openapi: deps ## regenerate docs/openapi.json after changing a route
-	npx tsx scripts/gen-openapi.ts
+docs: deps ## regenerate docs/openapi.json and the role matrix of docs/roles.md
+	npx tsx scripts/gen-docs.ts
 
 clean: ## remove build output, caches and the embedded database
 	rm -rf dist .cache .data

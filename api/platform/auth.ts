@@ -2,7 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { inScope } from '../db/database.js';
 import { recordAudit } from '../modules/audit/audit.repository.js';
-import { findSession } from '../modules/auth/sessions.repository.js';
+import { findSessionPrincipal } from '../modules/auth/sessions.repository.js';
 import { ALL_PERMISSIONS, permissionsOf, type Permission } from '../modules/roles/catalogue.js';
 import type { OnboardingPrincipal, PersonPrincipal } from './context.js';
 import { ApiError, forbidden } from './errors.js';
@@ -24,29 +24,18 @@ function equalSecret(a: string, b: string): boolean {
 async function personFromSession(app: FastifyInstance, req: FastifyRequest): Promise<PersonPrincipal | null> {
   const token = req.cookies[SESSION_COOKIE];
   if (!token) return null;
-  const { db, clock } = app.deps;
-  const session = await findSession(db, token, clock.now());
-  if (!session || !session.org_id) return null;
-  const orgId = session.org_id;
-  const membership = await inScope(db, { orgId, userId: session.user_id }, (tx) =>
-    tx
-      .selectFrom('memberships')
-      .select(['roles', 'status', 'display_name'])
-      .where('org_id', '=', orgId)
-      .where('user_id', '=', session.user_id)
-      .executeTakeFirst(),
-  );
-  if (!membership || membership.status !== 'active') return null;
+  const s = await findSessionPrincipal(app.deps.db, token, app.deps.clock.now());
+  if (!s || s.status !== 'active') return null;
   return {
     kind: 'person',
-    sessionId: session.id,
-    userId: session.user_id,
-    email: session.email,
-    displayName: membership.display_name,
-    orgId,
-    roles: membership.roles,
-    permissions: permissionsOf(membership.roles),
-    csrfToken: session.csrf_token,
+    sessionId: s.sessionId,
+    userId: s.user_id,
+    email: s.email,
+    displayName: s.display_name,
+    orgId: s.org_id,
+    roles: s.roles,
+    permissions: permissionsOf(s.roles),
+    csrfToken: s.csrf_token,
   };
 }
 

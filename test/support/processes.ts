@@ -17,10 +17,16 @@ export function spawnTollgate(args: string[], env: Record<string, string>): Chil
 }
 
 /** Polls url until it answers 200, or throws after timeoutMs. */
-export async function waitForHttp(url: string, timeoutMs: number, child?: ChildProcess): Promise<number> {
+export async function waitForHttp(
+  url: string,
+  timeoutMs: number,
+  child?: ChildProcess & { output?: () => string },
+): Promise<number> {
   const started = Date.now();
   while (Date.now() - started < timeoutMs) {
-    if (child && child.exitCode !== null) throw new Error(`process exited with ${child.exitCode}`);
+    if (child && child.exitCode !== null) {
+      throw new Error(`process exited with ${child.exitCode}: ${child.output?.() ?? ''}`);
+    }
     try {
       const res = await fetch(url);
       if (res.ok) return Date.now() - started;

@@ -27,7 +27,7 @@ describe('OpenAPI document', async () => {
     expect((doc.info as { version: string }).version).toBe('0.1.0');
   });
 
-  it('matches the checked-in docs/openapi.json (run `npm run gen:openapi` after changing a route)', () => {
+  it('matches the checked-in docs/openapi.json (run `make docs` after changing a route)', () => {
     const checkedIn = readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8');
     expect(render(doc)).toBe(checkedIn);
   });

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { createRuntimeRoleIfMissing, enableOrgIsolation, grantRuntime, run } from './helpers.js';
 
 /**
@@ -84,7 +84,8 @@ export function foundation(runtimeRole: string) {
            created_at timestamptz not null default now()
          )`,
         `create index notifications_page on notifications (org_id, user_id, created_at desc, id desc)`,
-        `create table rate_limit_buckets (
+        `-- Unlogged: a counter lost in a crash costs nothing, and writes need no WAL flush per request.
+         create unlogged table rate_limit_buckets (
            key text primary key,
            window_start bigint not null,
            count integer not null
@@ -104,6 +105,24 @@ export function foundation(runtimeRole: string) {
            with check (org_id = app_org_id())`,
       ]);
       await enableOrgIsolation(db, ['audit_events', 'notifications']);
+
+      // Authenticating a request reads the session and the membership it acts in. This owner-defined
+      // function does it in one round trip, keyed by the hash of the session token; it returns nothing
+      // for an unknown or expired session and exposes no other row.
+      await run(db, [
+        `create function session_principal(p_session_id text, p_now timestamptz)
+           returns table (user_id uuid, org_id uuid, csrf_token text, email text,
+                          roles text[], status text, display_name text)
+           language sql stable security definer set search_path = public as $$
+             select s.user_id, s.org_id, s.csrf_token, u.email, m.roles, m.status, m.display_name
+             from sessions s
+             join users u on u.id = s.user_id
+             join memberships m on m.org_id = s.org_id and m.user_id = s.user_id
+             where s.id = p_session_id and s.expires_at > p_now
+           $$`,
+        `revoke all on function session_principal(text, timestamptz) from public`,
+      ]);
+      await sql`grant execute on function session_principal(text, timestamptz) to ${sql.id(runtimeRole)}`.execute(db);
 
       await grantRuntime(db, runtimeRole, {
         organisations: 'select, insert, update',

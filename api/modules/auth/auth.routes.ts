@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { inScope, type Db } from '../../db/database.js';
+import { inScope, type Db, type Tx } from '../../db/database.js';
 import { clearAuthCookies, personOf, setOnboardingCookies, setSessionCookies } from '../../platform/auth.js';
 import { ApiError, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/schemas.js';
@@ -14,18 +14,18 @@ import { createSession, deleteSession, deleteSessionsOf, setSessionOrg } from '.
 const tags = ['Authentication and accounts'];
 
 /** The active organisations a person belongs to, oldest membership first. */
-function tenantsOf(db: Db, userId: string) {
-  return inScope(db, { userId }, (tx) =>
-    tx
-      .selectFrom('memberships')
-      .innerJoin('organisations', 'organisations.id', 'memberships.org_id')
-      .select(['organisations.id', 'organisations.slug', 'organisations.name', 'memberships.roles'])
-      .where('memberships.user_id', '=', userId)
-      .where('memberships.status', '=', 'active')
-      .orderBy('memberships.created_at')
-      .execute(),
-  );
+function tenantsIn(tx: Tx, userId: string) {
+  return tx
+    .selectFrom('memberships')
+    .innerJoin('organisations', 'organisations.id', 'memberships.org_id')
+    .select(['organisations.id', 'organisations.slug', 'organisations.name', 'memberships.roles'])
+    .where('memberships.user_id', '=', userId)
+    .where('memberships.status', '=', 'active')
+    .orderBy('memberships.created_at')
+    .execute();
 }
+
+const tenantsOf = (db: Db, userId: string) => inScope(db, { userId }, (tx) => tenantsIn(tx, userId));
 
 export async function authRoutes(app: FastifyInstance): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -98,9 +98,11 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = personOf(req);
-      const org = await inScope(db, { orgId: p.orgId }, (tx) => getOrganisation(tx, p.orgId));
+      const [org, tenants] = await inScope(db, { orgId: p.orgId, userId: p.userId }, async (tx) => [
+        await getOrganisation(tx, p.orgId),
+        await tenantsIn(tx, p.userId),
+      ] as const);
       if (!org) throw new ApiError('unauthenticated');
-      const tenants = await tenantsOf(db, p.userId);
       return {
         user: { id: p.userId, email: p.email, display_name: p.displayName },
         tenant: toTenant(org),

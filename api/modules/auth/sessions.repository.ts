@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import type { Db, Tx } from '../../db/database.js';
 
 export const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
@@ -28,22 +29,25 @@ export async function createSession(
   return { token, csrfToken, expiresAt };
 }
 
-export async function findSession(db: Db, token: string, now: Date) {
-  return db
-    .selectFrom('sessions')
-    .innerJoin('users', 'users.id', 'sessions.user_id')
-    .select([
-      'sessions.id',
-      'sessions.user_id',
-      'sessions.org_id',
-      'sessions.csrf_token',
-      'sessions.expires_at',
-      'users.email',
-      'users.display_name',
-    ])
-    .where('sessions.id', '=', hashToken(token))
-    .where('sessions.expires_at', '>', now)
-    .executeTakeFirst();
+export interface SessionPrincipalRow {
+  user_id: string;
+  org_id: string;
+  csrf_token: string;
+  email: string;
+  roles: string[];
+  status: string;
+  display_name: string;
+}
+
+/**
+ * The live session behind a cookie token with the membership it acts in, in one round trip
+ * (the migration's session_principal function). Undefined for an unknown or expired session.
+ */
+export async function findSessionPrincipal(db: Db, token: string, now: Date) {
+  const id = hashToken(token);
+  const { rows } = await sql<SessionPrincipalRow>`select * from session_principal(${id}, ${now})`.execute(db);
+  const row = rows[0];
+  return row ? { sessionId: id, ...row } : undefined;
 }
 
 export async function setSessionOrg(db: Db | Tx, sessionId: string, orgId: string): Promise<void> {

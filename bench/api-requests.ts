@@ -1,0 +1,79 @@
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { Kysely, PostgresDialect } from 'kysely';
+import { migrate } from '../api/db/database.js';
+import { startCluster, freePort } from '../test/support/postgres-cluster.js';
+import { OWNER_ROLE, RUNTIME_ROLE, ROLE_PASSWORD, withDatabase } from '../test/support/pg-urls.js';
+import { spawnTollgate, stop, waitForHttp } from '../test/support/processes.js';
+
+/**
+ * Throughput and latency of signed-in requests through the whole platform path: correlation ID,
+ * session lookup, membership and permissions, the shared rate-limit upsert, a transaction scoped to
+ * the organisation, serialisation. `tollgate api` runs as its own process on a durable PostgreSQL
+ * (synchronous_commit on); autocannon drives it over loopback.
+ */
+export async function benchApiRequests(opts: { seconds: number; connections: number }) {
+  const cluster = await startCluster({ durable: true });
+  let api: ReturnType<typeof spawnTollgate> | undefined;
+  try {
+    const admin = new pg.Client({ connectionString: cluster.adminUrl() });
+    await admin.connect();
+    for (const role of [OWNER_ROLE, RUNTIME_ROLE]) await admin.query(`create role ${role} login password '${ROLE_PASSWORD}'`);
+    await admin.query(`create database tollgate owner ${OWNER_ROLE}`);
+    await admin.end();
+    const owner = new Kysely<unknown>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: withDatabase(cluster.adminUrl(), 'tollgate', OWNER_ROLE) }) }),
+    });
+    await migrate(owner, RUNTIME_ROLE);
+    await owner.destroy();
+
+    const port = await freePort();
+    api = spawnTollgate(['api'], {
+      PORT: String(port),
+      DATABASE_URL: withDatabase(cluster.adminUrl(), 'tollgate', RUNTIME_ROLE),
+      DATABASE_POOL_MAX: '20',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PERSON_PER_MINUTE: '1000000',
+    });
+    const base = `http://127.0.0.1:${port}`;
+    await waitForHttp(`${base}/healthz`, 60_000, api);
+
+    // Sign in and create an organisation, as the README walkthrough does.
+    const login = await fetch(`${base}/api/v1/auth/dev-login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'bench@example.com' }),
+    });
+    const onboardingCookies = login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const { csrf_token } = (await login.json()) as { csrf_token: string };
+    const onboard = await fetch(`${base}/api/v1/tenants/onboard`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie: onboardingCookies, 'x-csrf-token': csrf_token },
+      body: JSON.stringify({ name: 'Bench', slug: 'bench', primary_region: 'eu-west', admin_display_name: 'Bench Admin' }),
+    });
+    if (onboard.status !== 201) throw new Error(`onboard failed: ${onboard.status}`);
+    const cookie = onboard.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+
+    const results = [];
+    for (const path of ['/api/v1/auth/me', '/api/v1/users?limit=50', '/healthz']) {
+      const r = await autocannon({
+        url: `${base}${path}`,
+        connections: opts.connections,
+        duration: opts.seconds,
+        headers: { cookie },
+      });
+      if (r.non2xx > 0 || r.errors > 0) throw new Error(`${path}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+      results.push({
+        operation: `GET ${path}`,
+        requests_per_second: Math.round(r.requests.average),
+        p50_ms: r.latency.p50,
+        p99_ms: r.latency.p99,
+        requests: r.requests.total,
+      });
+    }
+    return results;
+  } finally {
+    await stop(api);
+    cluster.stop();
+  }
+}
