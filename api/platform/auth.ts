@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { inScope } from '../db/database.js';
 import { recordAudit } from '../modules/audit/audit.repository.js';
 import { findSessionPrincipal } from '../modules/auth/sessions.repository.js';
+import { findPerson } from '../modules/users/users.repository.js';
 import { ALL_PERMISSIONS, permissionsOf, type Permission } from '../modules/roles/catalogue.js';
 import type { OnboardingPrincipal, PersonPrincipal } from './context.js';
 import { ApiError, forbidden } from './errors.js';
@@ -39,34 +40,37 @@ async function personFromSession(app: FastifyInstance, req: FastifyRequest): Pro
   };
 }
 
+/** What the onboarding cookie carries: who, until when, and its CSRF token; no personal data. */
 interface OnboardingPayload {
   uid: string;
-  email: string;
-  name: string;
   exp: number;
   csrf: string;
 }
 
 /** The signed, short-lived onboarding cookie of a person who has no organisation yet. */
-function onboardingFromCookie(app: FastifyInstance, req: FastifyRequest): OnboardingPrincipal | null {
+async function onboardingFromCookie(app: FastifyInstance, req: FastifyRequest): Promise<OnboardingPrincipal | null> {
   const raw = req.cookies[ONBOARDING_COOKIE];
   if (!raw) return null;
   const unsigned = req.unsignCookie(raw);
   if (!unsigned.valid || unsigned.value === null) return null;
+  let p: OnboardingPayload;
   try {
-    const p = JSON.parse(Buffer.from(unsigned.value, 'base64url').toString('utf8')) as OnboardingPayload;
-    if (typeof p.exp !== 'number' || p.exp <= app.deps.clock.now().getTime()) return null;
-    return {
-      kind: 'onboarding',
-      userId: p.uid,
-      email: p.email,
-      displayName: p.name,
-      expiresAt: new Date(p.exp),
-      csrfToken: p.csrf,
-    };
+    p = JSON.parse(Buffer.from(unsigned.value, 'base64url').toString('utf8')) as OnboardingPayload;
   } catch {
     return null;
   }
+  if (typeof p.uid !== 'string' || typeof p.exp !== 'number' || typeof p.csrf !== 'string') return null;
+  if (p.exp <= app.deps.clock.now().getTime()) return null;
+  const person = await findPerson(app.deps.db, p.uid);
+  if (!person) return null;
+  return {
+    kind: 'onboarding',
+    userId: person.id,
+    email: person.email,
+    displayName: person.display_name,
+    expiresAt: new Date(p.exp),
+    csrfToken: p.csrf,
+  };
 }
 
 export function cookieOptions(app: FastifyInstance, maxAgeSeconds: number, httpOnly = true) {
@@ -94,18 +98,12 @@ export function setSessionCookies(
 export function setOnboardingCookies(
   app: FastifyInstance,
   reply: FastifyReply,
-  user: { id: string; email: string; displayName: string },
+  user: { id: string },
 ): { csrfToken: string; expiresAt: Date } {
   const ttl = app.deps.config.onboardingTtlSeconds;
   const csrf = randomBytes(32).toString('base64url');
   const expiresAt = new Date(app.deps.clock.now().getTime() + ttl * 1000);
-  const payload: OnboardingPayload = {
-    uid: user.id,
-    email: user.email,
-    name: user.displayName,
-    exp: expiresAt.getTime(),
-    csrf,
-  };
+  const payload: OnboardingPayload = { uid: user.id, exp: expiresAt.getTime(), csrf };
   const value = Buffer.from(JSON.stringify(payload)).toString('base64url');
   reply.setCookie(ONBOARDING_COOKIE, value, { ...cookieOptions(app, ttl), signed: true });
   reply.setCookie(CSRF_COOKIE, csrf, cookieOptions(app, ttl, false));
@@ -127,12 +125,9 @@ export function registerAuthentication(app: FastifyInstance): void {
   app.addHook('onRequest', async (req) => {
     const caller = req.routeOptions.config.caller;
     if (!caller || caller === 'public') return;
-    if (caller === 'agent' || caller === 'client') {
-      throw new ApiError('unauthenticated', 'This operation is not available yet.');
-    }
 
     const person = await personFromSession(app, req);
-    req.principal = person ?? (caller === 'onboarding' ? onboardingFromCookie(app, req) : null);
+    req.principal = person ?? (caller === 'onboarding' ? await onboardingFromCookie(app, req) : null);
     const principal = req.principal;
     if (!principal) throw new ApiError('unauthenticated');
 

@@ -51,11 +51,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       const chosen = req.body.tenant_id ? tenants.find((t) => t.id === req.body.tenant_id) : tenants[0];
       if (req.body.tenant_id && !chosen) throw notFound('No such organisation for this person.');
       if (!chosen) {
-        const { csrfToken } = setOnboardingCookies(app, reply, {
-          id: person.id,
-          email: person.email,
-          displayName: person.display_name,
-        });
+        const { csrfToken } = setOnboardingCookies(app, reply, { id: person.id });
         return { status: 'onboarding' as const, user, tenant: null, csrf_token: csrfToken };
       }
       const session = await createSession(db, person.id, chosen.id, clock.now(), config.sessionTtlSeconds);

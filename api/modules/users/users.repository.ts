@@ -4,6 +4,10 @@ import type { Db, Tx } from '../../db/database.js';
 import { isUniqueViolation, likePattern } from '../../platform/schemas.js';
 import type { Position } from '../../platform/pagination.js';
 
+export function findPerson(db: Db | Tx, userId: string) {
+  return db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
+}
+
 /** People are global; the first sign-in or invitation creates the person. */
 export async function findOrCreatePerson(db: Db | Tx, email: string, displayName: string) {
   const existing = await db
