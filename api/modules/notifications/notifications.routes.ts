@@ -56,7 +56,7 @@ export async function notificationsRoutes(app: FastifyInstance): Promise<void> {
   );
 
   r.post(
-    '/notifications/{notification_id}/read',
+    '/notifications/:notification_id/read',
     {
       ...caller('signed in'),
       schema: {

@@ -109,7 +109,7 @@ export async function usersRoutes(app: FastifyInstance): Promise<void> {
   );
 
   r.patch(
-    '/users/{user_id}',
+    '/users/:user_id',
     {
       ...caller('user:manage'),
       schema: {

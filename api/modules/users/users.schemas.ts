@@ -18,11 +18,11 @@ export const userOut = z.object({
 export const userIn = z.object({
   email,
   display_name: z.string().trim().min(2).max(200),
-  roles: z.array(role).min(1).max(ROLE_KEYS.length),
+  roles: z.array(role).max(ROLE_KEYS.length),
 });
 
 export const userPatchIn = z.object({
-  roles: z.array(role).min(1).max(ROLE_KEYS.length).nullable().optional(),
+  roles: z.array(role).max(ROLE_KEYS.length).nullable().optional(),
   status: z.enum(['active', 'disabled']).nullable().optional(),
   display_name: z.string().trim().min(2).max(200).nullable().optional(),
 });
