@@ -4,13 +4,13 @@ import { ApiError } from './errors.js';
 export function parseIfMatch(header: string | string[] | undefined): number | undefined {
   if (header === undefined) return undefined;
   const raw = (Array.isArray(header) ? header[0] : header)?.trim() ?? '';
-  const m = /^(?:W\/)?"?(\d{1,9})"?$/.exec(raw);
+  const m = /^(?:W\/)?(?:"(\d{1,9})"|(\d{1,9}))$/.exec(raw);
   if (!m) {
     throw new ApiError('validation_failed', 'If-Match must carry a record version such as "3".', [
       { field: 'header.if-match', message: 'expected a version number' },
     ]);
   }
-  return Number(m[1]);
+  return Number(m[1] ?? m[2]);
 }
 
 /**
