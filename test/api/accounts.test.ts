@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addMember, api, Client, onboardAdmin, startTestApp, TestClock, uniqueSlug, type TestApp } from '../support/harness.js';
+import { addMember, api, Client, onboardAdmin, startTestApp, TestClock, uniqueSlug, expectValidation, type TestApp } from '../support/harness.js';
 
 const onboardBody = (over: Record<string, unknown> = {}) => ({
   name: 'Globex',
@@ -8,13 +8,6 @@ const onboardBody = (over: Record<string, unknown> = {}) => ({
   admin_display_name: 'Hank Scorpio',
   ...over,
 });
-
-function expectValidation(res: { statusCode: number; json(): any }, field: string) {
-  expect(res.statusCode).toBe(422);
-  const error = res.json().error;
-  expect(error.code).toBe('validation_failed');
-  expect(error.details.map((d: { field: string }) => d.field)).toContain(field);
-}
 
 describe('authentication and accounts', () => {
   let t: TestApp;

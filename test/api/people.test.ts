@@ -1,11 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addMember, api, Client, onboardAdmin, startTestApp, type TestApp } from '../support/harness.js';
-
-function expectValidation(res: { statusCode: number; json(): any }, field: string) {
-  expect(res.statusCode).toBe(422);
-  expect(res.json().error.code).toBe('validation_failed');
-  expect(res.json().error.details.map((d: { field: string }) => d.field)).toContain(field);
-}
+import { addMember, api, Client, onboardAdmin, startTestApp, expectValidation, type TestApp } from '../support/harness.js';
 
 describe('users, roles, settings, notifications and audit', () => {
   let t: TestApp;

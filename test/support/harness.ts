@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import { buildApp } from '../../api/app.js';
 import { loadConfig, type Config } from '../../api/config.js';
 import { openDatabase, type Database } from '../../api/db/database.js';
@@ -165,4 +165,11 @@ export async function addMember(app: FastifyInstance, admin: Client, roles: stri
   const login = await client.post(api('/auth/dev-login'), { email, ...(tenantId ? { tenant_id: tenantId } : {}) });
   if (login.statusCode !== 200) throw new Error(`member login: ${login.statusCode} ${login.body}`);
   return { client, email, userId: res.json().id as string };
+}
+
+/** 422 validation_failed whose details name `field` (body path, or query./path./header. prefixed). */
+export function expectValidation(res: { statusCode: number; json(): any }, field: string): void {
+  expect(res.statusCode).toBe(422);
+  expect(res.json().error.code).toBe('validation_failed');
+  expect(res.json().error.details.map((d: { field: string }) => d.field)).toContain(field);
 }

@@ -4,10 +4,9 @@ import { z } from 'zod';
 import { inScope } from '../../db/database.js';
 import { personOf } from '../../platform/auth.js';
 import { notFound } from '../../platform/errors.js';
-import { checkIfMatch } from '../../platform/if-match.js';
 import { caller } from '../../platform/route.js';
-import { audit } from '../audit/audit.js';
 import { getOrganisation, type OrganisationRow } from '../tenants/tenants.repository.js';
+import { updateOrganisation } from '../tenants/tenants.service.js';
 
 /** How much of an action's parameters and output Tollgate keeps (docs/decisions.md). */
 export const CONTENT_RETENTION = ['full', 'redacted', 'metadata_only'] as const;
@@ -31,7 +30,7 @@ const toSettings = (o: OrganisationRow) => ({
 
 export async function settingsRoutes(app: FastifyInstance): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const { db, clock } = app.deps;
+  const { db } = app.deps;
 
   r.get(
     '/settings',
@@ -60,29 +59,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = personOf(req);
-      return inScope(db, { orgId: p.orgId }, async (tx) => {
-        const org = await getOrganisation(tx, p.orgId, true);
-        if (!org) throw notFound();
-        checkIfMatch(req.headers['if-match'], org.version, false);
-        const next = {
-          content_retention: req.body.content_retention ?? org.content_retention,
-          approval_ttl_seconds: req.body.approval_ttl_seconds ?? org.approval_ttl_seconds,
-        };
-        const changes: Record<string, { from: unknown; to: unknown }> = {};
-        if (next.content_retention !== org.content_retention)
-          changes.content_retention = { from: org.content_retention, to: next.content_retention };
-        if (next.approval_ttl_seconds !== org.approval_ttl_seconds)
-          changes.approval_ttl_seconds = { from: org.approval_ttl_seconds, to: next.approval_ttl_seconds };
-        if (Object.keys(changes).length === 0) return toSettings(org);
-        const updated = await tx
-          .updateTable('organisations')
-          .set({ ...next, version: org.version + 1, updated_at: clock.now() })
-          .where('id', '=', p.orgId)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        await audit(tx, req, p.orgId, { action: 'settings.updated', targetType: 'tenant', targetId: p.orgId, details: changes });
-        return toSettings(updated);
-      });
+      return toSettings(await updateOrganisation(db, req, p.orgId, req.body, 'settings.updated'));
     },
   );
 }

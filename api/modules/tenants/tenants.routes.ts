@@ -4,13 +4,11 @@ import { z } from 'zod';
 import { inScope } from '../../db/database.js';
 import { personOf, setSessionCookies } from '../../platform/auth.js';
 import { notFound } from '../../platform/errors.js';
-import { checkIfMatch } from '../../platform/if-match.js';
 import { caller } from '../../platform/route.js';
-import { audit } from '../audit/audit.js';
 import { createSession, setSessionOrg } from '../auth/sessions.repository.js';
 import { getOrganisation, toTenant } from './tenants.repository.js';
 import { onboardIn, tenantOut, tenantPatchIn } from './tenants.schemas.js';
-import { createOrganisation } from './tenants.service.js';
+import { createOrganisation, updateOrganisation } from './tenants.service.js';
 
 export async function tenantsRoutes(app: FastifyInstance): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -80,25 +78,7 @@ export async function tenantsRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = personOf(req);
-      return inScope(db, { orgId: p.orgId }, async (tx) => {
-        const org = await getOrganisation(tx, p.orgId, true);
-        if (!org) throw notFound();
-        checkIfMatch(req.headers['if-match'], org.version, false);
-        if (req.body.name === undefined || req.body.name === null || req.body.name === org.name) return toTenant(org);
-        const updated = await tx
-          .updateTable('organisations')
-          .set({ name: req.body.name, version: org.version + 1, updated_at: clock.now() })
-          .where('id', '=', p.orgId)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        await audit(tx, req, p.orgId, {
-          action: 'tenant.updated',
-          targetType: 'tenant',
-          targetId: p.orgId,
-          details: { name: { from: org.name, to: updated.name } },
-        });
-        return toTenant(updated);
-      });
+      return toTenant(await updateOrganisation(db, req, p.orgId, { name: req.body.name }, 'tenant.updated'));
     },
   );
 }

@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
 import { inScope, type Db } from '../../db/database.js';
-import { ApiError } from '../../platform/errors.js';
+import { changesOf, valuesOf } from '../../platform/changes.js';
+import { ApiError, notFound } from '../../platform/errors.js';
+import { checkIfMatch } from '../../platform/if-match.js';
+import { audit } from '../audit/audit.js';
 import { isUniqueViolation } from '../../platform/schemas.js';
 import { recordAudit } from '../audit/audit.repository.js';
 import { notify } from '../notifications/notifications.repository.js';
-import type { OrganisationRow } from './tenants.repository.js';
+import { getOrganisation, type OrganisationRow } from './tenants.repository.js';
 
 export interface NewOrganisation {
   name: string;
@@ -71,4 +75,38 @@ export async function createOrganisation(db: Db, o: NewOrganisation): Promise<Or
     }
     throw err;
   }
+}
+
+export interface OrganisationPatch {
+  name?: string | null;
+  content_retention?: string | null;
+  approval_ttl_seconds?: number | null;
+}
+
+/**
+ * Applies a patch to the request's organisation: honours If-Match when sent, bumps the version and
+ * audits what changed under `action`; a patch that changes nothing writes nothing.
+ */
+export function updateOrganisation(
+  db: Db,
+  req: FastifyRequest,
+  orgId: string,
+  patch: OrganisationPatch,
+  action: string,
+): Promise<OrganisationRow> {
+  return inScope(db, { orgId }, async (tx) => {
+    const org = await getOrganisation(tx, orgId, true);
+    if (!org) throw notFound();
+    checkIfMatch(req.headers['if-match'], org.version, false);
+    const changes = changesOf(org, patch);
+    if (Object.keys(changes).length === 0) return org;
+    const updated = await tx
+      .updateTable('organisations')
+      .set({ ...valuesOf(changes), version: org.version + 1, updated_at: req.server.deps.clock.now() })
+      .where('id', '=', orgId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await audit(tx, req, orgId, { action, targetType: 'tenant', targetId: orgId, details: changes });
+    return updated;
+  });
 }

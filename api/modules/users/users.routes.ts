@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { inScope } from '../../db/database.js';
 import { personOf } from '../../platform/auth.js';
 import { ApiError, notFound } from '../../platform/errors.js';
+import { changesOf, valuesOf } from '../../platform/changes.js';
 import { checkIfMatch } from '../../platform/if-match.js';
 import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
 import { iso } from '../../platform/schemas.js';
@@ -136,25 +137,17 @@ export async function usersRoutes(app: FastifyInstance): Promise<void> {
         if (!before) throw notFound('No such user.');
         checkIfMatch(req.headers['if-match'], before.version, false);
 
-        const next = {
-          roles: roles ? [...new Set(roles)] : before.roles,
-          status: status ?? before.status,
-          display_name: display_name ?? before.display_name,
-        };
+        const changes = changesOf(before, { roles: roles && [...new Set(roles)], status, display_name });
+        const next = { ...before, ...valuesOf(changes) } as typeof before;
         const wasAdmin = before.status === 'active' && before.roles.includes('org_admin');
         const staysAdmin = next.status === 'active' && next.roles.includes('org_admin');
         if (wasAdmin && !staysAdmin && (await countActiveAdmins(tx, p.orgId)) <= 1) {
           throw new ApiError('conflict', 'The organisation needs at least one active organisation administrator.');
         }
-
-        const changes: Record<string, { from: unknown; to: unknown }> = {};
-        for (const k of ['roles', 'status', 'display_name'] as const) {
-          if (JSON.stringify(before[k]) !== JSON.stringify(next[k])) changes[k] = { from: before[k], to: next[k] };
-        }
         if (Object.keys(changes).length > 0) {
           await tx
             .updateTable('memberships')
-            .set({ ...next, version: before.version + 1, updated_at: now })
+            .set({ ...valuesOf(changes), version: before.version + 1, updated_at: now })
             .where('org_id', '=', p.orgId)
             .where('user_id', '=', id)
             .execute();
