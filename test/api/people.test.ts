@@ -252,6 +252,16 @@ describe('users, roles, settings, notifications and audit', () => {
       expectValidation(await m.client.post(api('/notifications/nope/read')), 'path.notification_id');
     });
 
+    it.each([['/notifications?limit=0'], ['/notifications?limit=201'], ['/notifications?cursor=']])(
+      'answers 422 for %s',
+      async (url) => {
+        const a = await onboardAdmin(t.app);
+        const res = await a.client.get(api(url));
+        expect(res.statusCode).toBe(422);
+        expect(['validation_failed', 'invalid_cursor']).toContain(res.json().error.code);
+      },
+    );
+
     it('pages with a default of 20', async () => {
       const a = await onboardAdmin(t.app);
       const m = await addMember(t.app, a.client, ['viewer']);
@@ -288,6 +298,15 @@ describe('users, roles, settings, notifications and audit', () => {
       const byTarget = (await a.client.get(api(`/audit?target_id=${m.userId}`))).json().items;
       expect(byTarget.map((e: { action: string }) => e.action).sort()).toEqual(['user.created', 'user.updated']);
       expect((await b.client.get(api(`/audit?target_id=${m.userId}`))).json().items).toEqual([]);
+    });
+
+    it.each([
+      ['query.limit', '/audit?limit=0'],
+      ['query.limit', '/audit?limit=201'],
+      ['query.action', `/audit?action=${'x'.repeat(201)}`],
+    ])('answers 422 naming %s for %s', async (field, url) => {
+      const a = await onboardAdmin(t.app);
+      expectValidation(await a.client.get(api(url)), field);
     });
 
     it('pages newest first without repeating an entry', async () => {
