@@ -14,6 +14,8 @@ import { API_PREFIX, registerOpenApi } from './platform/openapi.js';
 import { databaseRateLimitStore, rateGroupOf, rateKey, rateMax } from './platform/rate-limit.js';
 import { registerCallerExtension } from './platform/route.js';
 import { registerTracing } from './platform/tracing.js';
+import { RevocationCache } from './modules/identities/revocation.js';
+import { TokenService } from './modules/identities/tokens.js';
 import { apiRoutes } from './routes.js';
 
 export const CORRELATION_HEADER = 'x-correlation-id';
@@ -41,7 +43,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return typeof given === 'string' && CORRELATION_ID.test(given) ? given : randomUUID();
     },
   });
-  app.decorate('deps', { config, db: deps.db, clock });
+  app.decorate('deps', {
+    config,
+    db: deps.db,
+    clock,
+    tokens: new TokenService(config.tokenSigningSeed, () => clock.now()),
+    revocations: new RevocationCache(deps.db, clock, config.revocationCacheMs),
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
@@ -67,7 +75,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(rateLimit, {
     global: true,
-    hook: 'preParsing',
+    // After parsing, so token exchange can be limited per client ID from the body.
+    hook: 'preValidation',
     timeWindow: 60_000,
     store: databaseRateLimitStore(deps.db, clock),
     keyGenerator: rateKey,

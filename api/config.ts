@@ -62,6 +62,9 @@ const envSchema = z.object({
   RATE_LIMIT_PERSON_PER_MINUTE: int(1, 1_000_000).default(600),
   RATE_LIMIT_SIGNIN_PER_MINUTE: int(1, 1_000_000).default(30),
   RATE_LIMIT_PUBLIC_PER_MINUTE: int(1, 1_000_000).default(60),
+  RATE_LIMIT_GATEWAY_PER_MINUTE: int(1, 1_000_000).default(120),
+  RATE_LIMIT_TOKEN_PER_MINUTE: int(1, 1_000_000).default(30),
+  TOKEN_REVOCATION_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(1),
   TRUST_PROXY: optionalBool,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
@@ -102,7 +105,14 @@ export interface Config {
   signup: { enabled: boolean; clientSecret?: string };
   authEventsSecret: string | undefined;
   bodyLimitBytes: number;
-  rateLimits: { personPerMinute: number; signInPerMinute: number; publicPerMinute: number };
+  rateLimits: {
+    personPerMinute: number;
+    signInPerMinute: number;
+    publicPerMinute: number;
+    gatewayPerMinute: number;
+    tokenPerMinute: number;
+  };
+  revocationCacheMs: number;
   trustProxy: boolean;
   logLevel: string;
   otel: { tracesEndpoint: string | undefined; serviceName: string };
@@ -162,7 +172,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       personPerMinute: e.RATE_LIMIT_PERSON_PER_MINUTE,
       signInPerMinute: e.RATE_LIMIT_SIGNIN_PER_MINUTE,
       publicPerMinute: e.RATE_LIMIT_PUBLIC_PER_MINUTE,
+      gatewayPerMinute: e.RATE_LIMIT_GATEWAY_PER_MINUTE,
+      tokenPerMinute: e.RATE_LIMIT_TOKEN_PER_MINUTE,
     },
+    revocationCacheMs: Math.round(e.TOKEN_REVOCATION_CACHE_SECONDS * 1000),
     trustProxy: e.TRUST_PROXY ?? false,
     logLevel: e.LOG_LEVEL,
     otel: {

@@ -1,7 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { caller } from './platform/route.js';
+import { agentsRoutes } from './modules/agents/agents.routes.js';
+import { bindingsRoutes } from './modules/agents/bindings.routes.js';
+import { containmentRoutes } from './modules/agents/containment.routes.js';
 import { auditRoutes } from './modules/audit/audit.routes.js';
+import { identitiesRoutes } from './modules/identities/identities.routes.js';
+import { inventoryRoutes } from './modules/inventory/inventory.routes.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
 import { notificationsRoutes } from './modules/notifications/notifications.routes.js';
 import { rolesRoutes } from './modules/roles/roles.routes.js';
@@ -30,4 +35,9 @@ export async function apiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(settingsRoutes);
   await app.register(notificationsRoutes);
   await app.register(auditRoutes);
+  await app.register(agentsRoutes);
+  await app.register(containmentRoutes);
+  await app.register(bindingsRoutes);
+  await app.register(identitiesRoutes);
+  await app.register(inventoryRoutes);
 }

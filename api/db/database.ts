@@ -6,6 +6,7 @@ import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import { foundation } from './migrations/0001_foundation.js';
+import { registry } from './migrations/0002_registry.js';
 import type { DB } from './schema.js';
 
 export type Db = Kysely<DB>;
@@ -21,6 +22,7 @@ export interface Database {
 export function migrations(runtimeRole: string): Record<string, Migration> {
   return {
     '0001_foundation': foundation(runtimeRole),
+    '0002_registry': registry(runtimeRole),
   };
 }
 

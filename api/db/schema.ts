@@ -73,6 +73,208 @@ export interface RateLimitBucketsTable {
   count: number;
 }
 
+
+type Json<T = Record<string, unknown>> = ColumnType<T, string, string>;
+
+export interface AgentsTable {
+  id: string;
+  org_id: string;
+  slug: string;
+  name: string;
+  description: string;
+  purpose: string;
+  framework: string;
+  environment: string;
+  business_unit: string | null;
+  criticality: string;
+  data_classification: string;
+  internet_exposure: string;
+  code_execution: string;
+  persistent_memory: string;
+  human_approval_coverage: string;
+  gateway_enforced: Generated<boolean>;
+  tags: string[];
+  status: Generated<string>;
+  gateway_access: Generated<boolean>;
+  session_epoch: Generated<number>;
+  source: Generated<string>;
+  external_ref: string | null;
+  risk_band: string | null;
+  last_attested_at: Date | null;
+  version: Generated<number>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface AgentOwnersTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  name: string;
+  email: string;
+  owner_type: string;
+  created_at: Generated<Date>;
+}
+
+export interface AgentVersionsTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  version_label: string;
+  model_id: string | null;
+  manifest: Json;
+  change_summary: string;
+  created_by: string | null;
+  created_at: Generated<Date>;
+}
+
+export interface AgentAttestationsTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  statement: string;
+  attested_by: string;
+  attested_at: Date;
+}
+
+export interface ContainmentEventsTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  action: string;
+  reason: string;
+  actor_id: string | null;
+  correlation_id: string;
+  details: Json;
+  at: Date;
+}
+
+export interface WorkloadIdentitiesTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  client_id: string;
+  secret_hash: string;
+  status: Generated<string>;
+  created_by: string | null;
+  created_at: Generated<Date>;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+}
+
+export interface DelegationsTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  principal_ref: string;
+  display_name: string;
+  principal_type: string;
+  scopes: string[];
+  expires_at: Date | null;
+  created_by: string | null;
+  created_at: Generated<Date>;
+}
+
+export interface PermissionBindingsTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  target_kind: string;
+  target_id: string;
+  actions: string[];
+  delegated: boolean;
+  constraints: Json;
+  expires_at: Date | null;
+  identity_id: string | null;
+  created_by: string | null;
+  created_at: Generated<Date>;
+}
+
+export interface McpServersTable {
+  id: string;
+  org_id: string;
+  name: string;
+  endpoint: string;
+  transport: string;
+  auth_type: string;
+  publisher: string | null;
+  trust_state: Generated<string>;
+  version: Generated<number>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface ModelsTable {
+  id: string;
+  org_id: string;
+  provider: string;
+  model_name: string;
+  model_version: string | null;
+  hosting: string;
+  data_policy: string;
+  approved: Generated<boolean>;
+  max_data_classification: string | null;
+  version: Generated<number>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface ResourcesTable {
+  id: string;
+  org_id: string;
+  resource_type: 'api' | 'data';
+  name: string;
+  system: string;
+  base_url: string | null;
+  auth_type: string | null;
+  criticality: string | null;
+  kind: string | null;
+  classification: string | null;
+  contains_personal_data: boolean | null;
+  region: string | null;
+  created_at: Generated<Date>;
+}
+
+export interface CredentialRefsTable {
+  id: string;
+  org_id: string;
+  name: string;
+  provider: string;
+  secret_path: string;
+  credential_type: string;
+  scope: string;
+  shared: boolean;
+  rotation_interval_days: number | null;
+  status: Generated<string>;
+  last_rotated_at: Date | null;
+  version: Generated<number>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface ToolsTable {
+  id: string;
+  org_id: string;
+  tool_key: string;
+  name: string;
+  description: string;
+  mcp_server_id: string | null;
+  api_resource_id: string | null;
+  data_resource_id: string | null;
+  operations: string[];
+  privilege_class: string;
+  approval_class: string;
+  idempotent: boolean;
+  input_schema: Json;
+  credential_ref_id: string | null;
+  rate_limit_per_minute: number | null;
+  blocked: Generated<boolean>;
+  builtin: Generated<boolean>;
+  version: Generated<number>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
 export interface DB {
   organisations: OrganisationsTable;
   users: UsersTable;
@@ -81,4 +283,17 @@ export interface DB {
   audit_events: AuditEventsTable;
   notifications: NotificationsTable;
   rate_limit_buckets: RateLimitBucketsTable;
+  agents: AgentsTable;
+  agent_owners: AgentOwnersTable;
+  agent_versions: AgentVersionsTable;
+  agent_attestations: AgentAttestationsTable;
+  containment_events: ContainmentEventsTable;
+  workload_identities: WorkloadIdentitiesTable;
+  delegations: DelegationsTable;
+  permission_bindings: PermissionBindingsTable;
+  mcp_servers: McpServersTable;
+  models: ModelsTable;
+  resources: ResourcesTable;
+  credential_refs: CredentialRefsTable;
+  tools: ToolsTable;
 }

@@ -5,7 +5,7 @@ import { recordAudit } from '../modules/audit/audit.repository.js';
 import { findSessionPrincipal } from '../modules/auth/sessions.repository.js';
 import { findPerson } from '../modules/users/users.repository.js';
 import { ALL_PERMISSIONS, permissionsOf, type Permission } from '../modules/roles/catalogue.js';
-import type { OnboardingPrincipal, PersonPrincipal } from './context.js';
+import type { AgentPrincipal, OnboardingPrincipal, PersonPrincipal } from './context.js';
 import { ApiError, forbidden } from './errors.js';
 
 export const SESSION_COOKIE = 'tollgate_session';
@@ -37,6 +37,28 @@ async function personFromSession(app: FastifyInstance, req: FastifyRequest): Pro
     roles: s.roles,
     permissions: permissionsOf(s.roles),
     csrfToken: s.csrf_token,
+  };
+}
+
+/**
+ * The agent behind `Authorization: Bearer <token>`: signature, audience and expiry checked by the
+ * token service, revocation by the cached revocation state. Agent tokens work on gateway
+ * operations only; everything else reads cookies and ignores the header.
+ */
+async function agentFromBearer(app: FastifyInstance, req: FastifyRequest): Promise<AgentPrincipal> {
+  const header = req.headers.authorization;
+  const m = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header) : null;
+  if (!m) throw new ApiError('unauthenticated', 'Send the agent token as Authorization: Bearer <token>.');
+  const token = await app.deps.tokens.verify(m[1]!);
+  await app.deps.revocations.check(token);
+  return {
+    kind: 'agent',
+    orgId: token.org,
+    agentId: token.agt,
+    identityId: token.idn,
+    agentUri: token.uri,
+    tokenId: token.jti,
+    userId: null,
   };
 }
 
@@ -124,7 +146,12 @@ export function registerAuthentication(app: FastifyInstance): void {
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (req) => {
     const caller = req.routeOptions.config.caller;
-    if (!caller || caller === 'public') return;
+    // Client credentials are checked by the token endpoint itself.
+    if (!caller || caller === 'public' || caller === 'client') return;
+    if (caller === 'agent') {
+      req.principal = await agentFromBearer(app, req);
+      return;
+    }
 
     const person = await personFromSession(app, req);
     req.principal = person ?? (caller === 'onboarding' ? await onboardingFromCookie(app, req) : null);
@@ -172,5 +199,19 @@ export function registerAuthentication(app: FastifyInstance): void {
 export function personOf(req: FastifyRequest): PersonPrincipal {
   const p = req.principal;
   if (!p || p.kind !== 'person') throw new ApiError('unauthenticated');
+  return p;
+}
+
+/** The caller of an `onboarding` operation: the onboarding cookie's person, or a signed-in one. */
+export function onboardingCallerOf(req: FastifyRequest): PersonPrincipal | OnboardingPrincipal {
+  const p = req.principal;
+  if (!p || p.kind === 'agent') throw new ApiError('unauthenticated');
+  return p;
+}
+
+/** The agent of a gateway operation. */
+export function agentOf(req: FastifyRequest): AgentPrincipal {
+  const p = req.principal;
+  if (!p || p.kind !== 'agent') throw new ApiError('unauthenticated');
   return p;
 }

@@ -1,12 +1,14 @@
 import type { Permission } from '../modules/roles/catalogue.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
+import type { RevocationCache } from '../modules/identities/revocation.js';
+import type { TokenService } from '../modules/identities/tokens.js';
 
 /** Who may call an operation: a permission, or one of the spec's caller kinds. */
 export type Caller = Permission | 'signed in' | 'onboarding' | 'public' | 'agent' | 'client';
 
 /** Rate-limit group of an operation (spec Limits). Persons are limited per user, the rest per IP. */
-export type RateGroup = 'person' | 'signin' | 'public' | 'none';
+export type RateGroup = 'person' | 'signin' | 'public' | 'gateway' | 'token' | 'none';
 
 export interface PersonPrincipal {
   kind: 'person';
@@ -30,7 +32,19 @@ export interface OnboardingPrincipal {
   csrfToken: string;
 }
 
-export type Principal = PersonPrincipal | OnboardingPrincipal;
+/** An agent presenting a verified, unrevoked workload token (gateway operations only). */
+export interface AgentPrincipal {
+  kind: 'agent';
+  orgId: string;
+  agentId: string;
+  identityId: string;
+  agentUri: string;
+  tokenId: string;
+  /** Agents act for no person; the field keeps the shape of the other principals. */
+  userId: null;
+}
+
+export type Principal = PersonPrincipal | OnboardingPrincipal | AgentPrincipal;
 
 /** The clock is injected so that expiry is tested without sleeping. */
 export interface Clock {
@@ -56,6 +70,6 @@ declare module 'fastify' {
     principal: Principal | null;
   }
   interface FastifyInstance {
-    deps: Required<Omit<AppDeps, 'logStream'>>;
+    deps: Required<Omit<AppDeps, 'logStream'>> & { tokens: TokenService; revocations: RevocationCache };
   }
 }

@@ -41,13 +41,21 @@ export function databaseRateLimitStore(db: Db, clock: Clock) {
 export function rateGroupOf(req: FastifyRequest): RateGroup {
   const config = req.routeOptions.config;
   if (config.rateGroup) return config.rateGroup;
+  if (config.caller === 'agent') return 'gateway';
   return config.caller === 'public' ? 'public' : 'person';
 }
 
-/** Persons are limited per person, sign-in and public operations per client address. */
+/** Persons per person, agents per agent, token exchange per client, sign-in and public per address. */
 export function rateKey(req: FastifyRequest): string {
   const group = rateGroupOf(req);
-  if (group === 'person' && req.principal) return `person:${req.principal.userId}`;
+  const p = req.principal;
+  if (group === 'person' && p && p.kind !== 'agent') return `person:${p.userId}`;
+  if (group === 'gateway' && p?.kind === 'agent') return `agent:${p.agentId}`;
+  if (group === 'token') {
+    // Token exchange is limited per client; the body is parsed but not yet validated here.
+    const clientId = (req.body as { client_id?: unknown } | undefined)?.client_id;
+    return `token:${typeof clientId === 'string' ? clientId.slice(0, 80) : req.ip}`;
+  }
   return `${group}:${req.ip}`;
 }
 
@@ -57,6 +65,10 @@ export function rateMax(config: Config, req: FastifyRequest): number {
       return config.rateLimits.signInPerMinute;
     case 'public':
       return config.rateLimits.publicPerMinute;
+    case 'gateway':
+      return config.rateLimits.gatewayPerMinute;
+    case 'token':
+      return config.rateLimits.tokenPerMinute;
     default:
       return config.rateLimits.personPerMinute;
   }

@@ -63,7 +63,13 @@ export interface TestApp {
  * `env` overrides configuration; `share` reuses another TestApp's database (several API processes).
  */
 export async function startTestApp(
-  opts: { env?: Record<string, string>; clock?: Clock; share?: TestApp } = {},
+  opts: {
+    env?: Record<string, string>;
+    clock?: Clock;
+    share?: TestApp;
+    /** Extra routes a test needs, registered before the app is ready. */
+    routes?: (app: FastifyInstance) => void;
+  } = {},
 ): Promise<TestApp> {
   const fresh = opts.share ? undefined : await freshDatabase();
   const runtimeUrl = opts.share?.runtimeUrl ?? fresh!.runtimeUrl;
@@ -74,6 +80,7 @@ export async function startTestApp(
   const logStream = new PassThrough();
   logStream.on('data', (chunk: Buffer) => logs.push(...chunk.toString('utf8').split('\n').filter(Boolean)));
   const app = await buildApp({ config, db: database.db, clock: opts.clock, logStream });
+  opts.routes?.(app);
   await app.ready();
   return {
     app,

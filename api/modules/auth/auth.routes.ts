@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { inScope, type Db, type Tx } from '../../db/database.js';
-import { clearAuthCookies, personOf, setOnboardingCookies, setSessionCookies } from '../../platform/auth.js';
+import { clearAuthCookies, onboardingCallerOf, personOf, setOnboardingCookies, setSessionCookies } from '../../platform/auth.js';
 import { ApiError, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/schemas.js';
 import { caller } from '../../platform/route.js';
@@ -121,7 +121,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = req.principal!;
+      const p = onboardingCallerOf(req);
       const tenants = await tenantsOf(db, p.userId);
       return {
         user: { id: p.userId, email: p.email, display_name: p.displayName },

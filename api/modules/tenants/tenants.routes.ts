@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { inScope } from '../../db/database.js';
-import { personOf, setSessionCookies } from '../../platform/auth.js';
+import { onboardingCallerOf, personOf, setSessionCookies } from '../../platform/auth.js';
 import { notFound } from '../../platform/errors.js';
 import { caller } from '../../platform/route.js';
 import { createSession, setSessionOrg } from '../auth/sessions.repository.js';
@@ -28,7 +28,7 @@ export async function tenantsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req, reply) => {
-      const p = req.principal!;
+      const p = onboardingCallerOf(req);
       const now = clock.now();
       const org = await createOrganisation(db, {
         name: req.body.name,

@@ -7,6 +7,7 @@ import { checkIfMatch } from '../../platform/if-match.js';
 import { audit } from '../audit/audit.js';
 import { isUniqueViolation } from '../../platform/schemas.js';
 import { recordAudit } from '../audit/audit.repository.js';
+import { seedSampleTools } from '../inventory/sample-tools.js';
 import { notify } from '../notifications/notifications.repository.js';
 import { getOrganisation, type OrganisationRow } from './tenants.repository.js';
 
@@ -58,6 +59,7 @@ export async function createOrganisation(db: Db, o: NewOrganisation): Promise<Or
         },
         o.now,
       );
+      await seedSampleTools(tx, id, o.now);
       await notify(
         tx,
         id,
