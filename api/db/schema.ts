@@ -139,6 +139,8 @@ export interface AgentAttestationsTable {
 
 export interface ContainmentEventsTable {
   id: string;
+  /** Insertion order: events in the same millisecond keep the order they happened in. */
+  seq: Generated<string>;
   org_id: string;
   agent_id: string;
   action: string;

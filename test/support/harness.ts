@@ -180,3 +180,14 @@ export function expectValidation(res: { statusCode: number; json(): any }, field
   expect(res.json().error.code).toBe('validation_failed');
   expect(res.json().error.details.map((d: { field: string }) => d.field)).toContain(field);
 }
+
+/** Moves an organisation to another plan, as billing would (no operation of the API sets plans). */
+export async function setPlan(t: { ownerUrl: string }, orgId: string, plan: 'developer' | 'team' | 'enterprise') {
+  const c = new pg.Client({ connectionString: t.ownerUrl });
+  await c.connect();
+  try {
+    await c.query('update organisations set plan = $1 where id = $2', [plan, orgId]);
+  } finally {
+    await c.end();
+  }
+}

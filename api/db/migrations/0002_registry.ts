@@ -74,6 +74,7 @@ export function registry(runtimeRole: string) {
         `create index agent_attestations_agent on agent_attestations (agent_id, attested_at)`,
         `create table containment_events (
            id uuid primary key,
+           seq bigint generated always as identity,
            org_id uuid not null references organisations (id),
            agent_id uuid not null references agents (id),
            action text not null,
@@ -83,7 +84,7 @@ export function registry(runtimeRole: string) {
            details jsonb not null default '{}',
            at timestamptz not null
          )`,
-        `create index containment_events_agent on containment_events (agent_id, at)`,
+        `create index containment_events_agent on containment_events (agent_id, seq)`,
         `create table workload_identities (
            id uuid primary key,
            org_id uuid not null references organisations (id),

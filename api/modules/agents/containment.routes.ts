@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { sql, type Updateable } from 'kysely';
+import type { Updateable } from 'kysely';
 import { z } from 'zod';
 import { inScope, type Tx } from '../../db/database.js';
 import type { AgentsTable } from '../../db/schema.js';
@@ -155,8 +155,7 @@ export async function containmentRoutes(app: FastifyInstance): Promise<void> {
           .selectAll()
           .where('org_id', '=', p.orgId)
           .where('agent_id', '=', req.params.agent_id)
-          .orderBy(sql`at`)
-          .orderBy('id')
+          .orderBy('seq')
           .execute();
       });
       return {
