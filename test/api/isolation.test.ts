@@ -5,7 +5,43 @@ import { Kysely, PostgresDialect } from 'kysely';
 import type { DB } from '../../api/db/schema.js';
 import { addMember, api, onboardAdmin, startTestApp, type TestApp } from '../support/harness.js';
 
-const ORG_TABLES = ['organisations', 'memberships', 'audit_events', 'notifications'] as const;
+const ORG_TABLES = [
+  'organisations',
+  'memberships',
+  'audit_events',
+  'notifications',
+  'agents',
+  'agent_owners',
+  'agent_versions',
+  'agent_attestations',
+  'containment_events',
+  'workload_identities',
+  'delegations',
+  'permission_bindings',
+  'mcp_servers',
+  'models',
+  'resources',
+  'credential_refs',
+  'tools',
+] as const;
+
+/** Puts at least one row of every organisation-owned table in the organisation, through the API. */
+async function populate(client: Awaited<ReturnType<typeof onboardAdmin>>['client']) {
+  const agent = (
+    await client.post(api('/agents'), { name: 'Isolated agent', owners: [{ name: 'Owner', email: 'owner@example.com' }] })
+  ).json();
+  const model = (await client.post(api('/models'), { provider: 'vendor-a', model_name: 'm1' })).json();
+  await client.post(api(`/agents/${agent.id}/versions`), { version_label: 'v1', model_id: model.id });
+  await client.post(api(`/agents/${agent.id}/attest`), { statement: 'Reviewed and accurate.' });
+  await client.post(api(`/agents/${agent.id}/identities`));
+  await client.post(api(`/agents/${agent.id}/delegations`), { principal_ref: 'user:x@example.com', display_name: 'X', scopes: [] });
+  const tool = (await client.get(api('/tools'))).json().items[0];
+  await client.post(api(`/agents/${agent.id}/permissions`), { target_kind: 'tool', target_id: tool.id, actions: ['invoke'] });
+  await client.post(api('/mcp-servers'), { name: 'Server', endpoint: 'https://mcp.example.com/iso' });
+  await client.post(api('/resources/data'), { name: 'Data', system: 'erp' });
+  await client.post(api('/resources/credentials'), { name: 'Cred', provider: 'vault', secret_path: 'kv/iso' });
+  await client.post(api(`/agents/${agent.id}/revoke-sessions`), { reason: 'isolation test', confirm: true });
+}
 
 /**
  * Row-level security on real PostgreSQL, read directly as the runtime role the API uses: no
@@ -22,6 +58,7 @@ describe('organisation isolation in the database', () => {
     a = await onboardAdmin(t.app, 'Org A');
     b = await onboardAdmin(t.app, 'Org B');
     for (const org of [a, b]) {
+      await populate(org.client);
       await addMember(t.app, org.client, ['viewer']);
       await org.client.patch(api('/settings'), { approval_ttl_seconds: 120 });
     }

@@ -31,6 +31,12 @@ export interface VerifiedToken extends AgentClaims {
 export class TokenService {
   readonly kid: string;
   private readonly privateKey: KeyObject;
+  /**
+   * Tokens already verified, by their exact text: an agent reuses its token for up to 300 s, so the
+   * signature is checked once per token, not once per request. Expiry is still checked on every use.
+   */
+  private readonly verified = new Map<string, VerifiedToken>();
+  private static readonly MAX_VERIFIED = 10_000;
   private readonly publicKey: KeyObject;
 
   constructor(seed: string, private readonly now: () => Date) {
@@ -57,6 +63,22 @@ export class TokenService {
 
   /** Verifies signature, issuer, audience and expiry; maps each failure to the spec's code. */
   async verify(token: string): Promise<VerifiedToken> {
+    const known = this.verified.get(token);
+    if (known) {
+      if (known.exp * 1000 > this.now().getTime()) return known;
+      this.verified.delete(token);
+      throw new ApiError('token_expired');
+    }
+    const claims = await this.verifySignature(token);
+    if (this.verified.size >= TokenService.MAX_VERIFIED) {
+      // Drop the oldest entry (Map keeps insertion order).
+      this.verified.delete(this.verified.keys().next().value!);
+    }
+    this.verified.set(token, claims);
+    return claims;
+  }
+
+  private async verifySignature(token: string): Promise<VerifiedToken> {
     try {
       const { payload } = await jwtVerify(token, this.publicKey, {
         algorithms: ['EdDSA'],
