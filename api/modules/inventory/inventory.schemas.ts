@@ -15,7 +15,7 @@ import {
   MODEL_HOSTING,
   PRIVILEGE_CLASS,
 } from '../shared/enums.js';
-import { looksLikeKeyMaterial } from '../shared/key-material.js';
+import { looksLikeKeyMaterial } from '../shared/secret-scanner.js';
 
 const url = (schemes: string[]) =>
   z
