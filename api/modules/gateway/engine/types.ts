@@ -1,0 +1,105 @@
+/**
+ * The decision engine's inputs and outputs. The engine is pure: `decide(input, snapshot)` reads
+ * nothing but its arguments, so POST /actions, the console and policy simulation share it, and
+ * decision cases are data (test/fixtures/decisions).
+ */
+export type Effect = 'allow' | 'deny' | 'require_approval';
+
+export interface ActionRequest {
+  tool: string;
+  operation: string;
+  target: string;
+  parameters: Record<string, unknown>;
+  environment?: string | null;
+  onBehalfOf?: string | null;
+  justification?: string | null;
+}
+
+export interface AgentView {
+  id: string;
+  status: 'active' | 'suspended' | 'revoked';
+  gatewayAccess: boolean;
+  environment: string;
+  criticality: string;
+  dataClassification: string;
+}
+
+export interface ToolView {
+  id: string;
+  key: string;
+  privilegeClass: 'read' | 'write' | 'destructive' | 'financial' | 'admin';
+  approvalClass: 'none' | 'single' | 'dual';
+  blocked: boolean;
+  mcpServerId: string | null;
+}
+
+export interface BindingView {
+  id: string;
+  targetKind: 'tool' | 'mcp_server' | 'api_resource' | 'data_resource';
+  targetId: string;
+  actions: string[];
+  constraints: { max_amount?: number; currency?: string; allowed_targets?: string[] };
+  expiresAt: string | null;
+  identityId: string | null;
+}
+
+export interface DelegationView {
+  principalRef: string;
+  scopes: string[];
+  expiresAt: string | null;
+}
+
+export interface Condition {
+  field: string;
+  op: string;
+  value?: unknown;
+}
+
+export interface Rule {
+  id: string;
+  description?: string;
+  effect: Effect;
+  reason_code: string;
+  conditions: Condition[];
+  obligations?: { approvals_required?: number };
+}
+
+export interface DenyClassRule {
+  id: string;
+  privilegeClass: string;
+  agentId: string | null;
+}
+
+/** The registry state a decision reads, held in memory per organisation. */
+export interface Snapshot {
+  tools: Record<string, ToolView>;
+  mcpServers: Record<string, { trustState: 'approved' | 'unknown' | 'unsigned' | 'quarantined' }>;
+  bindings: BindingView[];
+  delegations: DelegationView[];
+  denyClassRules: DenyClassRule[];
+  /** Rules of published, active policies, in policy order. */
+  rules: Array<Rule & { policy?: string }>;
+}
+
+export interface DecisionInput {
+  agent: AgentView;
+  identityId: string | null;
+  action: ActionRequest;
+  now: string;
+  /** A valid approval for exactly this request was presented. */
+  approvalPresent?: boolean;
+}
+
+export interface TraceEntry {
+  step: string;
+  outcome: 'pass' | 'deny' | 'require_approval' | 'allow' | 'skip';
+  reason?: string;
+  detail?: Record<string, unknown>;
+}
+
+export interface Decision {
+  decision: Effect;
+  reasonCodes: string[];
+  approvalsRequired: number;
+  trace: TraceEntry[];
+}
