@@ -14,6 +14,7 @@ import { API_PREFIX, registerOpenApi } from './platform/openapi.js';
 import { databaseRateLimitStore, rateGroupOf, rateKey, rateMax } from './platform/rate-limit.js';
 import { registerCallerExtension } from './platform/route.js';
 import { registerTracing } from './platform/tracing.js';
+import { EvidenceSigner } from './modules/evidence/signer.js';
 import { RevocationCache } from './modules/identities/revocation.js';
 import { TokenService } from './modules/identities/tokens.js';
 import { apiRoutes } from './routes.js';
@@ -49,6 +50,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clock,
     tokens: new TokenService(config.tokenSigningSeed, () => clock.now()),
     revocations: new RevocationCache(deps.db, clock, config.revocationCacheMs),
+    evidence: new EvidenceSigner(config.tokenSigningSeed),
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

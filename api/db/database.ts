@@ -7,6 +7,7 @@ import pg from 'pg';
 import type { Config } from '../config.js';
 import { foundation } from './migrations/0001_foundation.js';
 import { registry } from './migrations/0002_registry.js';
+import { evidence } from './migrations/0003_evidence.js';
 import type { DB } from './schema.js';
 
 export type Db = Kysely<DB>;
@@ -23,6 +24,7 @@ export function migrations(runtimeRole: string): Record<string, Migration> {
   return {
     '0001_foundation': foundation(runtimeRole),
     '0002_registry': registry(runtimeRole),
+    '0003_evidence': evidence(runtimeRole),
   };
 }
 

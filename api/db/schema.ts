@@ -277,6 +277,29 @@ export interface ToolsTable {
   updated_at: Generated<Date>;
 }
 
+export interface EvidenceRecordsTable {
+  id: string;
+  org_id: string;
+  seq: ColumnType<string, number, number>;
+  prev_hash: string;
+  hash: string;
+  signature: string;
+  kid: string;
+  event_type: string;
+  agent_id: string | null;
+  action_request_id: string | null;
+  control_ref: string | null;
+  correlation_id: string;
+  payload: Json<unknown>;
+  created_at: Date;
+}
+
+export interface EvidenceHeadsTable {
+  org_id: string;
+  seq: ColumnType<string, number, number>;
+  hash: string;
+}
+
 export interface DB {
   organisations: OrganisationsTable;
   users: UsersTable;
@@ -298,4 +321,6 @@ export interface DB {
   resources: ResourcesTable;
   credential_refs: CredentialRefsTable;
   tools: ToolsTable;
+  evidence_records: EvidenceRecordsTable;
+  evidence_heads: EvidenceHeadsTable;
 }

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { RevocationCache } from '../modules/identities/revocation.js';
 import type { TokenService } from '../modules/identities/tokens.js';
+import type { EvidenceSigner } from '../modules/evidence/signer.js';
 
 /** Who may call an operation: a permission, or one of the spec's caller kinds. */
 export type Caller = Permission | 'signed in' | 'onboarding' | 'public' | 'agent' | 'client';
@@ -70,6 +71,10 @@ declare module 'fastify' {
     principal: Principal | null;
   }
   interface FastifyInstance {
-    deps: Required<Omit<AppDeps, 'logStream'>> & { tokens: TokenService; revocations: RevocationCache };
+    deps: Required<Omit<AppDeps, 'logStream'>> & {
+      tokens: TokenService;
+      revocations: RevocationCache;
+      evidence: EvidenceSigner;
+    };
   }
 }

@@ -23,6 +23,8 @@ const ORG_TABLES = [
   'resources',
   'credential_refs',
   'tools',
+  'evidence_records',
+  'evidence_heads',
 ] as const;
 
 /** Puts at least one row of every organisation-owned table in the organisation, through the API. */

@@ -11,6 +11,7 @@ import { reasonBody, requireConfirmation } from '../../platform/reason.js';
 import { caller } from '../../platform/route.js';
 import { iso } from '../../platform/schemas.js';
 import { audit } from '../audit/audit.js';
+import { appendEvidence } from '../evidence/chain.js';
 import type { AgentRow } from './agents.repository.js';
 import { agentOr404, agentWithOwners } from './agents.routes.js';
 import { agentOut, agentParams, containmentEventOut } from './agents.schemas.js';
@@ -82,6 +83,14 @@ async function contain(tx: Tx, req: FastifyRequest, agentId: string, action: Act
     })
     .execute();
   await audit(tx, req, p.orgId, { action: `agent.${action}`, targetType: 'agent', targetId: agentId, details: { reason, ...details } });
+  await appendEvidence(tx, req.server.deps.evidence, p.orgId, [
+    {
+      eventType: 'containment',
+      agentId,
+      correlationId: req.id,
+      payload: { action, reason, actor_id: p.userId, ...details },
+    },
+  ], now);
   return agentWithOwners(tx, p.orgId, agentId);
 }
 

@@ -1,0 +1,123 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Selectable } from 'kysely';
+import type { Tx } from '../../db/database.js';
+import type { EvidenceRecordsTable } from '../../db/schema.js';
+import { GENESIS_HASH, type EvidenceBody, type EvidenceSigner } from './signer.js';
+
+export interface EvidenceEvent {
+  eventType: string;
+  agentId?: string | null;
+  actionRequestId?: string | null;
+  controlRef?: string | null;
+  correlationId: string;
+  payload: Record<string, unknown>;
+}
+
+export type EvidenceRow = Selectable<EvidenceRecordsTable>;
+
+export function bodyOf(r: EvidenceRow): EvidenceBody {
+  return {
+    id: r.id,
+    org_id: r.org_id,
+    seq: Number(r.seq),
+    prev_hash: r.prev_hash,
+    event_type: r.event_type,
+    agent_id: r.agent_id,
+    action_request_id: r.action_request_id,
+    control_ref: r.control_ref,
+    correlation_id: r.correlation_id,
+    payload: r.payload,
+    created_at: new Date(r.created_at).toISOString(),
+  };
+}
+
+/**
+ * Appends events to the organisation's chain inside the caller's transaction, so a change and its
+ * evidence commit together. Appends of one organisation are serialised by a transaction-scoped
+ * advisory lock, across every API process; several events in one call share one lock and one insert.
+ */
+export async function appendEvidence(tx: Tx, signer: EvidenceSigner, orgId: string, events: EvidenceEvent[], now: Date) {
+  if (events.length === 0) return [];
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`evidence:${orgId}`}, 0))`.execute(tx);
+  const head = await tx.selectFrom('evidence_heads').select(['seq', 'hash']).where('org_id', '=', orgId).executeTakeFirst();
+  let seq = head ? Number(head.seq) : 0;
+  let prev = head?.hash ?? GENESIS_HASH;
+  const rows = events.map((e) => {
+    const body: EvidenceBody = {
+      id: randomUUID(),
+      org_id: orgId,
+      seq: ++seq,
+      prev_hash: prev,
+      event_type: e.eventType,
+      agent_id: e.agentId ?? null,
+      action_request_id: e.actionRequestId ?? null,
+      control_ref: e.controlRef ?? null,
+      correlation_id: e.correlationId,
+      payload: e.payload,
+      created_at: now.toISOString(),
+    };
+    const hash = signer.hash(body);
+    prev = hash;
+    return { ...body, hash, signature: signer.sign(hash), kid: signer.kid };
+  });
+  await tx
+    .insertInto('evidence_records')
+    .values(rows.map((r) => ({ ...r, payload: JSON.stringify(r.payload), created_at: now })))
+    .execute();
+  await tx
+    .insertInto('evidence_heads')
+    .values({ org_id: orgId, seq, hash: prev })
+    .onConflict((oc) => oc.column('org_id').doUpdateSet({ seq, hash: prev }))
+    .execute();
+  return rows;
+}
+
+export interface ChainReport {
+  valid: boolean;
+  records_checked: number;
+  head_seq: number;
+  first_broken: { id: string | null; seq: number; reason: string } | null;
+}
+
+/**
+ * Recomputes every hash and signature in order and names the first broken record: an edited record
+ * (`hash_mismatch`), a removed one (`sequence_gap` at the record after it, `missing_records` at the
+ * end), records out of order or re-linked (`prev_hash_mismatch`), a forged signature.
+ */
+export async function verifyChain(tx: Tx, signer: EvidenceSigner, orgId: string): Promise<ChainReport> {
+  const head = await tx.selectFrom('evidence_heads').select(['seq', 'hash']).where('org_id', '=', orgId).executeTakeFirst();
+  const headSeq = head ? Number(head.seq) : 0;
+  let expectedSeq = 1;
+  let prev = GENESIS_HASH;
+  let checked = 0;
+  const broken = (id: string | null, seq: number, reason: string): ChainReport => ({
+    valid: false,
+    records_checked: checked,
+    head_seq: headSeq,
+    first_broken: { id, seq, reason },
+  });
+  for (let after = 0; ; ) {
+    const page = await tx
+      .selectFrom('evidence_records')
+      .selectAll()
+      .where('org_id', '=', orgId)
+      .where('seq', '>', String(after))
+      .orderBy('seq')
+      .limit(1000)
+      .execute();
+    if (page.length === 0) break;
+    for (const r of page) {
+      const seq = Number(r.seq);
+      if (seq !== expectedSeq) return broken(r.id, seq, 'sequence_gap');
+      if (r.prev_hash !== prev) return broken(r.id, seq, 'prev_hash_mismatch');
+      if (signer.hash(bodyOf(r)) !== r.hash) return broken(r.id, seq, 'hash_mismatch');
+      if (!signer.verify(r.hash, r.signature)) return broken(r.id, seq, 'signature_invalid');
+      prev = r.hash;
+      expectedSeq++;
+      checked++;
+    }
+    after = Number(page[page.length - 1]!.seq);
+  }
+  if (checked !== headSeq || (head && head.hash !== prev)) return broken(null, checked + 1, 'missing_records');
+  return { valid: true, records_checked: checked, head_seq: headSeq, first_broken: null };
+}

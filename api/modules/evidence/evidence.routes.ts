@@ -1,0 +1,124 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { sql } from 'kysely';
+import { z } from 'zod';
+import { inScope } from '../../db/database.js';
+import { personOf } from '../../platform/auth.js';
+import { notFound } from '../../platform/errors.js';
+import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
+import { caller } from '../../platform/route.js';
+import { iso, timestamp } from '../../platform/schemas.js';
+import { verifyChain, type EvidenceRow } from './chain.js';
+
+const tags = ['Evidence and governance'];
+
+const evidenceOut = z.object({
+  id: z.uuid(),
+  seq: z.number().int(),
+  event_type: z.string(),
+  agent_id: z.uuid().nullable(),
+  action_request_id: z.uuid().nullable(),
+  control_ref: z.string().nullable(),
+  correlation_id: z.string(),
+  payload: z.unknown(),
+  created_at: timestamp,
+  prev_hash: z.string(),
+  hash: z.string(),
+  signature: z.string(),
+  kid: z.string(),
+});
+
+const toEvidence = (r: EvidenceRow) => ({
+  id: r.id,
+  seq: Number(r.seq),
+  event_type: r.event_type,
+  agent_id: r.agent_id,
+  action_request_id: r.action_request_id,
+  control_ref: r.control_ref,
+  correlation_id: r.correlation_id,
+  payload: r.payload,
+  created_at: iso(r.created_at),
+  prev_hash: r.prev_hash,
+  hash: r.hash,
+  signature: r.signature,
+  kid: r.kid,
+});
+
+export async function evidenceRoutes(app: FastifyInstance): Promise<void> {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const { db, config, evidence } = app.deps;
+  const cursors = new Cursors(config.sessionSecret);
+
+  r.get(
+    '/evidence',
+    {
+      ...caller('evidence:read'),
+      schema: {
+        summary: 'Evidence records, newest first; filters match exactly',
+        tags,
+        querystring: pageQuery().extend({
+          event_type: z.string().max(80).optional(),
+          control_ref: z.string().max(200).optional(),
+          agent_id: z.uuid().optional(),
+          action_request_id: z.uuid().optional(),
+        }),
+        response: { 200: pageOf(evidenceOut) },
+      },
+    },
+    async (req) => {
+      const p = personOf(req);
+      const { limit, cursor, event_type, control_ref, agent_id, action_request_id } = req.query;
+      const scope = `evidence:${p.orgId}`;
+      const after = cursors.decode(scope, cursor);
+      const rows = await inScope(db, { orgId: p.orgId }, (tx) => {
+        let q = tx.selectFrom('evidence_records').selectAll().where('org_id', '=', p.orgId);
+        if (event_type) q = q.where('event_type', '=', event_type);
+        if (control_ref) q = q.where('control_ref', '=', control_ref);
+        if (agent_id) q = q.where('agent_id', '=', agent_id);
+        if (action_request_id) q = q.where('action_request_id', '=', action_request_id);
+        if (after) q = q.where(sql<boolean>`seq < ${after.id}::bigint`);
+        return q.orderBy('seq', 'desc').limit(limit + 1).execute();
+      });
+      return cursors.page(scope, rows, limit, (e) => ({ t: iso(e.created_at), id: String(e.seq) }), toEvidence);
+    },
+  );
+
+  r.get(
+    '/evidence/verify',
+    {
+      ...caller('evidence:read'),
+      schema: {
+        summary: "Recompute the organisation's chain, hashes and signatures, and name the first broken record",
+        tags,
+        response: {
+          200: z.object({
+            valid: z.boolean(),
+            records_checked: z.number().int(),
+            head_seq: z.number().int(),
+            first_broken: z.object({ id: z.uuid().nullable(), seq: z.number().int(), reason: z.string() }).nullable(),
+          }),
+        },
+      },
+    },
+    async (req) => {
+      const p = personOf(req);
+      return inScope(db, { orgId: p.orgId }, (tx) => verifyChain(tx, evidence, p.orgId));
+    },
+  );
+
+  r.get(
+    '/evidence/:evidence_id',
+    {
+      ...caller('evidence:read'),
+      schema: { summary: 'One evidence record', tags, params: z.object({ evidence_id: z.uuid() }), response: { 200: evidenceOut } },
+    },
+    async (req) => {
+      const p = personOf(req);
+      const row = await inScope(db, { orgId: p.orgId }, (tx) =>
+        tx.selectFrom('evidence_records').selectAll().where('org_id', '=', p.orgId).where('id', '=', req.params.evidence_id).executeTakeFirst(),
+      );
+      if (!row) throw notFound('No such evidence record.');
+      return toEvidence(row);
+    },
+  );
+}
