@@ -6,6 +6,7 @@ import { bindingsRoutes } from './modules/agents/bindings.routes.js';
 import { containmentRoutes } from './modules/agents/containment.routes.js';
 import { auditRoutes } from './modules/audit/audit.routes.js';
 import { evidenceRoutes } from './modules/evidence/evidence.routes.js';
+import { gatewayRoutes } from './modules/gateway/gateway.routes.js';
 import { identitiesRoutes } from './modules/identities/identities.routes.js';
 import { inventoryRoutes } from './modules/inventory/inventory.routes.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
@@ -42,4 +43,5 @@ export async function apiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(identitiesRoutes);
   await app.register(inventoryRoutes);
   await app.register(evidenceRoutes);
+  await app.register(gatewayRoutes);
 }

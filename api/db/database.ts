@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import { foundation } from './migrations/0001_foundation.js';
 import { registry } from './migrations/0002_registry.js';
 import { evidence } from './migrations/0003_evidence.js';
+import { gateway } from './migrations/0004_gateway.js';
 import type { DB } from './schema.js';
 
 export type Db = Kysely<DB>;
@@ -25,6 +26,7 @@ export function migrations(runtimeRole: string): Record<string, Migration> {
     '0001_foundation': foundation(runtimeRole),
     '0002_registry': registry(runtimeRole),
     '0003_evidence': evidence(runtimeRole),
+    '0004_gateway': gateway(runtimeRole),
   };
 }
 

@@ -300,6 +300,72 @@ export interface EvidenceHeadsTable {
   hash: string;
 }
 
+export interface ActionRequestsTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  identity_id: string | null;
+  source: string;
+  idempotency_key: string;
+  request_hash: string;
+  tool: string;
+  operation: string;
+  target: string;
+  parameters: Json<unknown> | null;
+  environment: string | null;
+  on_behalf_of: string | null;
+  justification: string | null;
+  state: string;
+  decision: string;
+  reason_codes: string[];
+  trace: Json<unknown>;
+  approvals_required: number;
+  execution_status: string | null;
+  output_redacted: Json<unknown> | null;
+  requested_by: string | null;
+  correlation_id: string;
+  created_at: Date;
+  updated_at: Date;
+  executed_at: Date | null;
+}
+
+export interface ApprovalsTable {
+  id: string;
+  org_id: string;
+  action_id: string;
+  agent_id: string;
+  status: string;
+  approvals_required: number;
+  request_hash: string;
+  expires_at: Date;
+  token_used_at: Date | null;
+  created_at: Date;
+  decided_at: Date | null;
+}
+
+export interface ApprovalVotesTable {
+  id: string;
+  org_id: string;
+  approval_id: string;
+  approver_id: string;
+  decision: string;
+  reason: string;
+  created_at: Date;
+}
+
+export interface DenyClassRulesTable {
+  id: string;
+  org_id: string;
+  privilege_class: string;
+  agent_id: string | null;
+  reason: string;
+  created_by: string | null;
+  created_at: Date;
+  lifted_at: Date | null;
+  lifted_by: string | null;
+  lift_reason: string | null;
+}
+
 export interface DB {
   organisations: OrganisationsTable;
   users: UsersTable;
@@ -323,4 +389,8 @@ export interface DB {
   tools: ToolsTable;
   evidence_records: EvidenceRecordsTable;
   evidence_heads: EvidenceHeadsTable;
+  action_requests: ActionRequestsTable;
+  approvals: ApprovalsTable;
+  approval_votes: ApprovalVotesTable;
+  deny_class_rules: DenyClassRulesTable;
 }

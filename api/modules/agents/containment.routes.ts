@@ -12,6 +12,7 @@ import { caller } from '../../platform/route.js';
 import { iso } from '../../platform/schemas.js';
 import { audit } from '../audit/audit.js';
 import { appendEvidence } from '../evidence/chain.js';
+import { cancelApprovals } from '../gateway/gateway.routes.js';
 import type { AgentRow } from './agents.repository.js';
 import { agentOr404, agentWithOwners } from './agents.routes.js';
 import { agentOut, agentParams, containmentEventOut } from './agents.schemas.js';
@@ -67,7 +68,20 @@ async function contain(tx: Tx, req: FastifyRequest, agentId: string, action: Act
       .execute();
     details.identities_revoked = revoked.map((r) => r.id);
   }
-  // Pending approvals are cancelled on suspension once approvals exist (the gateway issue).
+  if (action === 'suspend' || action === 'revoke') {
+    // A contained agent's pending approvals are cancelled: nothing it asked for runs later.
+    const open = await tx
+      .selectFrom('approvals')
+      .selectAll()
+      .where('org_id', '=', p.orgId)
+      .where('agent_id', '=', agentId)
+      .where('status', 'in', ['pending', 'approved'])
+      .where('token_used_at', 'is', null)
+      .forUpdate()
+      .execute();
+    await cancelApprovals(tx, open, now);
+    details.approvals_cancelled = open.map((a) => a.id);
+  }
   await tx
     .insertInto('containment_events')
     .values({

@@ -1,0 +1,51 @@
+import { randomBytes } from 'node:crypto';
+import { findSecrets } from '../shared/secret-scanner.js';
+
+/**
+ * Simulated executors of the built-in sample tools (docs/gateway.md). Real tools are run by the
+ * caller's proxy after an allow; Tollgate runs only these, with the tool's scoped credential.
+ */
+type Executor = (parameters: Record<string, unknown>) => Record<string, unknown>;
+
+const ref = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex').toUpperCase()}`;
+
+export const SAMPLE_EXECUTORS: Record<string, Executor> = {
+  'payments.create_payment': (p) => ({
+    payment_reference: ref('PAY'),
+    status: 'submitted',
+    amount: p.amount ?? null,
+    currency: p.currency ?? null,
+    payee: p.payee ?? null,
+  }),
+  'crm.lookup_customer': (p) => ({
+    customer_id: String(p.customer_id ?? ''),
+    name: `Customer ${String(p.customer_id ?? '')}`,
+    email: `customer-${String(p.customer_id ?? 'x')}@example.com`,
+    tier: 'gold',
+  }),
+  'email.send_message': () => ({ message_id: ref('MSG'), status: 'queued' }),
+  'storage.delete_object': (p) => ({ deleted: String(p.path ?? ''), status: 'deleted' }),
+};
+
+const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g;
+
+/**
+ * What leaves Tollgate or is stored of parameters and output: secrets masked always, email addresses
+ * masked unless the organisation keeps content in full; nothing at all under metadata_only.
+ */
+export function redact(value: unknown, retention: string): unknown {
+  if (retention === 'metadata_only') return value === undefined || value === null ? null : { redacted: 'metadata_only' };
+  const secretPaths = new Set(findSecrets(value).map((f) => f.path));
+  const walk = (v: unknown, path: string): unknown => {
+    if (secretPaths.has(path)) return '[redacted:secret]';
+    if (typeof v === 'string') return retention === 'full' ? v : v.replace(EMAIL, '[redacted:email]');
+    if (Array.isArray(v)) return v.map((x, i) => walk(x, `${path}[${i}]`));
+    if (v !== null && typeof v === 'object') {
+      return Object.fromEntries(
+        Object.entries(v).map(([k, x]) => [k, walk(x, /^[A-Za-z_$][\w$]*$/.test(k) ? `${path}.${k}` : `${path}[${JSON.stringify(k)}]`)]),
+      );
+    }
+    return v;
+  };
+  return walk(value, '$');
+}
