@@ -52,6 +52,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     revocations: new RevocationCache(deps.db, clock, config.revocationCacheMs),
     evidence: new EvidenceSigner(config.tokenSigningSeed),
   });
+  // An empty JSON body is no body: operations that take none accept it, the others answer 422 naming
+  // the body. Non-empty bodies keep fastify's parser and its prototype-poisoning protection.
+  const jsonParser = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) =>
+    (body as string).trim() === '' ? done(null, undefined) : jsonParser(req, body as string, done),
+  );
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 

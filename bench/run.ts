@@ -1,9 +1,11 @@
 import { benchApiRequests } from './api-requests.js';
+import { benchDecisions } from './decisions.js';
 import { benchTokenVerify } from './token-verify.js';
 
 /**
  * `make bench`: every benchmark, printed as tables. BENCH_SECONDS and BENCH_CONNECTIONS tune the HTTP
- * load; BENCH_ONLY=<name> runs one (api-requests, token-verify).
+ * load; BENCH_ONLY=<name> runs one (token-verify, api-requests, decisions). BENCH_AGENTS sets the
+ * concurrency of the decisions benchmark (default 32).
  */
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -16,4 +18,10 @@ if (!only || only === 'token-verify') {
 if (!only || only === 'api-requests') {
   console.log(`api-requests: ${connections} connections, ${seconds} s per operation, durable PostgreSQL, 2-process loopback`);
   console.table(await benchApiRequests({ seconds, connections }));
+}
+
+if (!only || only === 'decisions') {
+  const agents = Number(process.env.BENCH_AGENTS ?? 32);
+  console.log(`decisions: ${agents} concurrent agents, ${seconds} s per load, durable PostgreSQL, 2-process loopback`);
+  console.table(await benchDecisions({ seconds, connections: agents }));
 }

@@ -30,8 +30,6 @@ function classify(err: FastifyError): { code: ErrorCode; message?: string; detai
       return { code: 'payload_too_large', message: 'The request body is larger than this service accepts.' };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return { code: 'bad_request', message: 'Send the body as application/json.' };
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return { code: 'bad_request', message: 'The body is empty; send a JSON object.' };
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return { code: 'bad_request', message: 'The body is not valid JSON.' };

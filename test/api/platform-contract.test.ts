@@ -35,6 +35,17 @@ describe('HTTP platform', () => {
       expect(res.json()).toMatchObject({ error: { code: 'bad_request' } });
     });
 
+    it('treats an empty JSON body as no body', async () => {
+      const a = await onboardAdmin(t.app);
+      const headers = { 'content-type': 'application/json', 'x-csrf-token': a.client.csrf! };
+      const logout = await a.client.request('POST', api('/auth/logout-all'), undefined, headers);
+      expect(logout.statusCode).toBe(204);
+      const b = await onboardAdmin(t.app);
+      const res = await b.client.request('POST', api('/users'), undefined, { 'content-type': 'application/json', 'x-csrf-token': b.client.csrf! });
+      expect(res.statusCode).toBe(422);
+      expect(res.json().error.code).toBe('validation_failed');
+    });
+
     it('answers a body over the limit with 413 payload_too_large in the envelope', async () => {
       const res = await new Client(t.app).post(api('/auth/dev-login'), { email: `${'x'.repeat(4000)}@example.com` });
       expect(res.statusCode).toBe(413);

@@ -1,0 +1,164 @@
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { migrate } from '../api/db/database.js';
+import { freePort, postgresBinDir, startCluster } from '../test/support/postgres-cluster.js';
+import { OWNER_ROLE, ROLE_PASSWORD, RUNTIME_ROLE, withDatabase } from '../test/support/pg-urls.js';
+import { spawnTollgate, stop, waitForHttp } from '../test/support/processes.js';
+
+/**
+ * bench/decisions: N concurrent agents submitting allowed actions through `tollgate api` on a durable
+ * PostgreSQL (synchronous_commit on), for one organisation and then spread over ten; beside it, on
+ * the same database at the same concurrency, the rate of bare single-row insert transactions
+ * (pgbench), and the ratio of the two.
+ */
+export async function benchDecisions(opts: { seconds: number; connections: number }) {
+  const cluster = await startCluster({ durable: true });
+  let api: ReturnType<typeof spawnTollgate> | undefined;
+  try {
+    const admin = new pg.Client({ connectionString: cluster.adminUrl() });
+    await admin.connect();
+    for (const role of [OWNER_ROLE, RUNTIME_ROLE]) await admin.query(`create role ${role} login password '${ROLE_PASSWORD}'`);
+    await admin.query(`create database tollgate owner ${OWNER_ROLE}`);
+    await admin.end();
+    const owner = new Kysely<unknown>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: withDatabase(cluster.adminUrl(), 'tollgate', OWNER_ROLE) }) }),
+    });
+    await migrate(owner, RUNTIME_ROLE);
+    await owner.destroy();
+
+    const port = await freePort();
+    api = spawnTollgate(['api'], {
+      PORT: String(port),
+      DATABASE_URL: withDatabase(cluster.adminUrl(), 'tollgate', RUNTIME_ROLE),
+      DATABASE_POOL_MAX: String(Math.max(10, opts.connections)),
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_GATEWAY_PER_MINUTE: '1000000',
+      RATE_LIMIT_PERSON_PER_MINUTE: '1000000',
+      RATE_LIMIT_TOKEN_PER_MINUTE: '1000000',
+      RATE_LIMIT_SIGNIN_PER_MINUTE: '1000000',
+    });
+    const base = `http://127.0.0.1:${port}`;
+    await waitForHttp(`${base}/healthz`, 60_000, api);
+
+    const hot = await agentTokens(base, cluster.adminUrl('tollgate'), 1, opts.connections);
+    const spread = await agentTokens(base, cluster.adminUrl('tollgate'), 10, Math.ceil(opts.connections / 10));
+    const inserts = bareInserts(cluster.adminUrl('tollgate'), cluster.port, opts);
+
+    const results = [];
+    for (const [name, tokens] of [
+      ['one organisation', hot],
+      ['ten organisations', spread],
+    ] as const) {
+      const r = await load(base, tokens, opts);
+      results.push({
+        load: `${opts.connections} agents, ${name}`,
+        decisions_per_second: Math.round(r.requests.average),
+        p50_ms: r.latency.p50,
+        p99_ms: r.latency.p99,
+        bare_insert_tps: Math.round(inserts),
+        ratio: Number((r.requests.average / inserts).toFixed(2)),
+      });
+    }
+    return results;
+  } finally {
+    await stop(api);
+    cluster.stop();
+  }
+}
+
+/** Organisations with agents bound to the read-only sample tool, each with a fresh token. */
+async function agentTokens(base: string, adminUrl: string, orgs: number, perOrg: number): Promise<string[]> {
+  const tokens: string[] = [];
+  for (let o = 0; o < orgs; o++) {
+    const email = `bench-${randomUUID()}@example.com`;
+    const login = await fetch(`${base}/api/v1/auth/dev-login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email }) });
+    const jar = () => login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const csrf = ((await login.json()) as { csrf_token: string }).csrf_token;
+    const onboard = await fetch(`${base}/api/v1/tenants/onboard`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie: jar(), 'x-csrf-token': csrf },
+      body: JSON.stringify({ name: `Bench ${o}`, slug: `bench-${o}-${randomUUID().slice(0, 8)}`, primary_region: 'eu-west', admin_display_name: 'Bench Admin' }),
+    });
+    const cookie = onboard.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const session = ((await onboard.json()) as { csrf_token: string; tenant: { id: string } });
+    const org = new pg.Client({ connectionString: adminUrl });
+    await org.connect();
+    await org.query(`update organisations set plan = 'enterprise' where id = $1`, [session.tenant.id]);
+    await org.end();
+    const call = async (method: string, url: string, body?: unknown) => {
+      const res = await fetch(`${base}/api/v1${url}`, {
+        method,
+        headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': session.csrf_token },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+      if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
+      return res.json() as Promise<any>;
+    };
+    const tools = (await call('GET', '/tools')).items as Array<{ id: string; tool_key: string }>;
+    const lookup = tools.find((t) => t.tool_key === 'crm.lookup_customer')!;
+    for (let a = 0; a < perOrg; a++) {
+      const agent = await call('POST', '/agents', { name: `Bench agent ${a}` });
+      await call('POST', `/agents/${agent.id}/permissions`, { target_kind: 'tool', target_id: lookup.id, actions: ['invoke'] });
+      const identity = await call('POST', `/agents/${agent.id}/identities`);
+      const res = await fetch(`${base}/api/v1/identities/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ grant_type: 'client_credentials', client_id: identity.client_id, client_secret: identity.client_secret }),
+      });
+      tokens.push(((await res.json()) as { access_token: string }).access_token);
+    }
+  }
+  return tokens;
+}
+
+function load(base: string, tokens: string[], opts: { seconds: number; connections: number }) {
+  let n = 0;
+  const body = JSON.stringify({ tool: 'crm.lookup_customer', target: 'crm://customers/42', parameters: { customer_id: '42' } });
+  return autocannon({
+    url: `${base}/api/v1/actions`,
+    connections: opts.connections,
+    duration: opts.seconds,
+    requests: [
+      {
+        method: 'POST',
+        setupRequest: (req) => {
+          const i = n++;
+          return {
+            ...req,
+            body,
+            headers: {
+              'content-type': 'application/json',
+              authorization: `Bearer ${tokens[i % tokens.length]}`,
+              'idempotency-key': `bench-${i}-${randomUUID()}`,
+            },
+          };
+        },
+      },
+    ],
+  }).then((r) => {
+    if (r.non2xx > 0 || r.errors > 0) throw new Error(`decisions: ${r.non2xx} non-2xx, ${r.errors} errors`);
+    return r;
+  });
+}
+
+/** Transactions of one single-row insert each, at the same concurrency, with pgbench. */
+function bareInserts(adminUrl: string, port: number, opts: { seconds: number; connections: number }): number {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
+  const script = path.join(dir, 'insert.sql');
+  writeFileSync(script, 'insert into bench_rows (payload) values (md5(random()::text));\n');
+  execFileSync(path.join(postgresBinDir(), 'psql'), [adminUrl, '-qc', 'create table if not exists bench_rows (id bigserial primary key, payload text)']);
+  const out = execFileSync(
+    path.join(postgresBinDir(), 'pgbench'),
+    ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-n', '-c', String(opts.connections), '-j', '2', '-T', String(opts.seconds), '-f', script, 'tollgate'],
+    { encoding: 'utf8' },
+  );
+  const tps = /tps = ([\d.]+)/.exec(out);
+  if (!tps) throw new Error(`pgbench said: ${out}`);
+  return Number(tps[1]);
+}
