@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { inScope, type Tx } from '../../db/database.js';
+import { inScope } from '../../db/database.js';
 import { personOf } from '../../platform/auth.js';
 import { notFound, validationFailed } from '../../platform/errors.js';
 import { caller } from '../../platform/route.js';
 import { iso, timestamp } from '../../platform/schemas.js';
 import { audit } from '../audit/audit.js';
 import { PRINCIPAL_TYPE, TARGET_KIND } from '../shared/enums.js';
+import { recordExists } from '../inventory/inventory.repository.js';
 import { agentOr404 } from './agents.routes.js';
 import { agentParams } from './agents.schemas.js';
 
@@ -63,19 +64,11 @@ const bindingOut = z.object({
 });
 
 const TARGET_TABLE = {
-  tool: { table: 'tools', resourceType: undefined },
-  mcp_server: { table: 'mcp_servers', resourceType: undefined },
-  api_resource: { table: 'resources', resourceType: 'api' },
-  data_resource: { table: 'resources', resourceType: 'data' },
+  tool: ['tools', undefined],
+  mcp_server: ['mcp_servers', undefined],
+  api_resource: ['resources', 'api'],
+  data_resource: ['resources', 'data'],
 } as const;
-
-/** Whether the target of a binding exists in the organisation, of the kind named. */
-async function targetExists(tx: Tx, orgId: string, kind: (typeof TARGET_KIND)[number], id: string): Promise<boolean> {
-  const { table, resourceType } = TARGET_TABLE[kind];
-  let q = tx.selectFrom(table).select('id').where('org_id', '=', orgId).where('id', '=', id);
-  if (resourceType) q = q.where('resource_type' as never, '=', resourceType as never);
-  return (await q.executeTakeFirst()) !== undefined;
-}
 
 export async function bindingsRoutes(app: FastifyInstance): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -166,7 +159,8 @@ export async function bindingsRoutes(app: FastifyInstance): Promise<void> {
       const b = req.body;
       const row = await inScope(db, { orgId: p.orgId }, async (tx) => {
         await agentOr404(tx, p.orgId, req.params.agent_id);
-        if (!(await targetExists(tx, p.orgId, b.target_kind, b.target_id))) {
+        const [table, resourceType] = TARGET_TABLE[b.target_kind];
+        if (!(await recordExists(tx, p.orgId, table, b.target_id, resourceType))) {
           throw notFound(`No such ${b.target_kind.replace('_', ' ')} in this organisation.`);
         }
         if (b.identity_id) {

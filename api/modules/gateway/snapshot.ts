@@ -1,5 +1,5 @@
 import type { Tx } from '../../db/database.js';
-import type { AgentView, Snapshot } from './engine/types.js';
+import type { AgentView, BindingView, Snapshot, ToolView } from './engine/types.js';
 
 /**
  * The registry state one decision reads, in a handful of set-based queries inside the action's
@@ -27,20 +27,22 @@ export async function loadSnapshot(tx: Tx, orgId: string, agentId: string, toolK
         {
           id: t.id,
           key: t.tool_key,
-          privilegeClass: t.privilege_class as never,
-          approvalClass: t.approval_class as never,
+          privilegeClass: t.privilege_class as ToolView['privilegeClass'],
+          approvalClass: t.approval_class as ToolView['approvalClass'],
           blocked: t.blocked,
           mcpServerId: t.mcp_server_id,
         },
       ]),
     ),
-    mcpServers: Object.fromEntries(servers.map((s) => [s.id, { trustState: s.trust_state as never }])),
+    mcpServers: Object.fromEntries(
+      servers.map((s) => [s.id, { trustState: s.trust_state as Snapshot['mcpServers'][string]['trustState'] }]),
+    ),
     bindings: bindings.map((b) => ({
       id: b.id,
-      targetKind: b.target_kind as never,
+      targetKind: b.target_kind as BindingView['targetKind'],
       targetId: b.target_id,
       actions: b.actions,
-      constraints: b.constraints as never,
+      constraints: b.constraints as BindingView['constraints'],
       expiresAt: b.expires_at ? b.expires_at.toISOString() : null,
       identityId: b.identity_id,
     })),

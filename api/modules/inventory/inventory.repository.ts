@@ -28,12 +28,19 @@ export async function checkReference(
   id: string | null | undefined,
   resourceType?: 'api' | 'data',
 ): Promise<void> {
-  if (!id) return;
-  let q = tx.selectFrom(table).select('id').where('org_id', '=', orgId).where('id', '=', id);
-  if (resourceType) q = q.where('resource_type' as never, '=', resourceType as never);
-  if (!(await q.executeTakeFirst())) {
+  if (id && !(await recordExists(tx, orgId, table, id, resourceType))) {
     throw validationFailed([{ field, message: 'no such record in this organisation' }]);
   }
+}
+
+/** Whether the organisation has this record (an API or data resource when `resourceType` says so). */
+export async function recordExists(tx: Tx, orgId: string, table: Table, id: string, resourceType?: 'api' | 'data'): Promise<boolean> {
+  if (table === 'resources') {
+    let q = tx.selectFrom('resources').select('id').where('org_id', '=', orgId).where('id', '=', id);
+    if (resourceType) q = q.where('resource_type', '=', resourceType);
+    return (await q.executeTakeFirst()) !== undefined;
+  }
+  return (await tx.selectFrom(table).select('id').where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst()) !== undefined;
 }
 
 export const toMcpServer = (s: Selectable<McpServersTable>, toolCount: number) =>
