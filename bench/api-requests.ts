@@ -1,9 +1,6 @@
 import autocannon from 'autocannon';
-import pg from 'pg';
-import { Kysely, PostgresDialect } from 'kysely';
-import { migrate } from '../api/db/database.js';
-import { startCluster, freePort } from '../test/support/postgres-cluster.js';
-import { OWNER_ROLE, RUNTIME_ROLE, ROLE_PASSWORD, withDatabase } from '../test/support/pg-urls.js';
+import { freePort } from '../test/support/postgres-cluster.js';
+import { benchDatabase } from './support.js';
 import { spawnTollgate, stop, waitForHttp } from '../test/support/processes.js';
 
 /**
@@ -13,24 +10,13 @@ import { spawnTollgate, stop, waitForHttp } from '../test/support/processes.js';
  * (synchronous_commit on); autocannon drives it over loopback.
  */
 export async function benchApiRequests(opts: { seconds: number; connections: number }) {
-  const cluster = await startCluster({ durable: true });
+  const { cluster, runtimeUrl } = await benchDatabase();
   let api: ReturnType<typeof spawnTollgate> | undefined;
   try {
-    const admin = new pg.Client({ connectionString: cluster.adminUrl() });
-    await admin.connect();
-    for (const role of [OWNER_ROLE, RUNTIME_ROLE]) await admin.query(`create role ${role} login password '${ROLE_PASSWORD}'`);
-    await admin.query(`create database tollgate owner ${OWNER_ROLE}`);
-    await admin.end();
-    const owner = new Kysely<unknown>({
-      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: withDatabase(cluster.adminUrl(), 'tollgate', OWNER_ROLE) }) }),
-    });
-    await migrate(owner, RUNTIME_ROLE);
-    await owner.destroy();
-
     const port = await freePort();
     api = spawnTollgate(['api'], {
       PORT: String(port),
-      DATABASE_URL: withDatabase(cluster.adminUrl(), 'tollgate', RUNTIME_ROLE),
+      DATABASE_URL: runtimeUrl,
       DATABASE_POOL_MAX: '20',
       LOG_LEVEL: 'warn',
       RATE_LIMIT_PERSON_PER_MINUTE: '1000000',

@@ -120,6 +120,31 @@ async function execute(tx: Tx, orgId: string, toolKey: string, parameters: Recor
   return { status: 'succeeded', output: executor(parameters) };
 }
 
+/** Reads the agent and the registry snapshot, then runs the pure engine. */
+async function decideNow(tx: Tx, who: Submitter, body: ActionIn, now: Date, approvalPresent: boolean): Promise<Decision> {
+  const agent = await loadAgentView(tx, who.orgId, who.agentId);
+  if (!agent) throw notFound('No such agent.');
+  const snapshot = await loadSnapshot(tx, who.orgId, who.agentId, body.tool);
+  return decide(
+    {
+      agent,
+      identityId: who.identityId,
+      action: {
+        tool: body.tool,
+        operation: body.operation,
+        target: body.target,
+        parameters: body.parameters,
+        environment: body.environment ?? null,
+        onBehalfOf: body.on_behalf_of ?? null,
+        justification: body.justification ?? null,
+      },
+      now: now.toISOString(),
+      approvalPresent,
+    },
+    snapshot,
+  );
+}
+
 const stateAfter = (decision: Decision['decision'], execution?: Execution) =>
   decision === 'deny'
     ? 'denied'
@@ -173,26 +198,7 @@ export class ActionsService {
         return toSubmission(current, approval, true);
       }
 
-      const agent = await loadAgentView(tx, who.orgId, who.agentId);
-      if (!agent) throw notFound('No such agent.');
-      const snapshot = await loadSnapshot(tx, who.orgId, who.agentId, body.tool);
-      const decision = decide(
-        {
-          agent,
-          identityId: who.identityId,
-          action: {
-            tool: body.tool,
-            operation: body.operation,
-            target: body.target,
-            parameters: body.parameters,
-            environment: body.environment ?? null,
-            onBehalfOf: body.on_behalf_of ?? null,
-            justification: body.justification ?? null,
-          },
-          now: now.toISOString(),
-        },
-        snapshot,
-      );
+      const decision = await decideNow(tx, who, body, now, false);
       const org = await tx.selectFrom('organisations').select(['content_retention', 'approval_ttl_seconds']).where('id', '=', who.orgId).executeTakeFirstOrThrow();
       const execution = decision.decision === 'allow' ? await execute(tx, who.orgId, body.tool, body.parameters) : undefined;
       const id = randomUUID();
@@ -290,26 +296,7 @@ export class ActionsService {
       return undefined;
     }
     const { evidence } = this.app.deps;
-    const agent = await loadAgentView(tx, who.orgId, who.agentId);
-    const snapshot = await loadSnapshot(tx, who.orgId, who.agentId, body.tool);
-    const decision = decide(
-      {
-        agent: agent!,
-        identityId: who.identityId,
-        action: {
-          tool: body.tool,
-          operation: body.operation,
-          target: body.target,
-          parameters: body.parameters,
-          environment: body.environment ?? null,
-          onBehalfOf: body.on_behalf_of ?? null,
-          justification: body.justification ?? null,
-        },
-        now: now.toISOString(),
-        approvalPresent: true,
-      },
-      snapshot,
-    );
+    const decision = await decideNow(tx, who, body, now, true);
     const org = await tx.selectFrom('organisations').select('content_retention').where('id', '=', who.orgId).executeTakeFirstOrThrow();
     const execution = decision.decision === 'allow' ? await execute(tx, who.orgId, body.tool, body.parameters) : undefined;
     await tx.updateTable('approvals').set({ token_used_at: now }).where('id', '=', approval.id).execute();
