@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import type { EvidenceRecordsTable } from '../../db/schema.js';
 import { GENESIS_HASH, type EvidenceBody, type EvidenceSigner } from './signer.js';
@@ -33,13 +33,23 @@ export function bodyOf(r: EvidenceRow): EvidenceBody {
 
 /**
  * Appends events to the organisation's chain inside the caller's transaction, so a change and its
- * evidence commit together. Appends of one organisation are serialised by a transaction-scoped
- * advisory lock, across every API process; several events in one call share one lock and one insert.
+ * evidence commit together. Appends of one organisation are serialised by a row lock on the chain's
+ * head, across every API process; several events in one call share one lock and one insert.
  */
 export async function appendEvidence(tx: Tx, signer: EvidenceSigner, orgId: string, events: EvidenceEvent[], now: Date) {
   if (events.length === 0) return [];
-  await sql`select pg_advisory_xact_lock(hashtextextended(${`evidence:${orgId}`}, 0))`.execute(tx);
-  const head = await tx.selectFrom('evidence_heads').select(['seq', 'hash']).where('org_id', '=', orgId).executeTakeFirst();
+  // The head row is the lock: appends of one organisation queue on it, across every API process.
+  const lockHead = () =>
+    tx.selectFrom('evidence_heads').select(['seq', 'hash']).where('org_id', '=', orgId).forUpdate().executeTakeFirst();
+  let head = await lockHead();
+  if (!head) {
+    await tx
+      .insertInto('evidence_heads')
+      .values({ org_id: orgId, seq: 0, hash: GENESIS_HASH })
+      .onConflict((oc) => oc.column('org_id').doNothing())
+      .execute();
+    head = await lockHead();
+  }
   let seq = head ? Number(head.seq) : 0;
   let prev = head?.hash ?? GENESIS_HASH;
   const rows = events.map((e) => {
@@ -64,11 +74,7 @@ export async function appendEvidence(tx: Tx, signer: EvidenceSigner, orgId: stri
     .insertInto('evidence_records')
     .values(rows.map((r) => ({ ...r, payload: JSON.stringify(r.payload), created_at: now })))
     .execute();
-  await tx
-    .insertInto('evidence_heads')
-    .values({ org_id: orgId, seq, hash: prev })
-    .onConflict((oc) => oc.column('org_id').doUpdateSet({ seq, hash: prev }))
-    .execute();
+  await tx.updateTable('evidence_heads').set({ seq, hash: prev }).where('org_id', '=', orgId).execute();
   return rows;
 }
 

@@ -12,7 +12,7 @@ import type { actionIn, SubmissionOut } from './actions.schemas.js';
 import { decide } from './engine/decide.js';
 import type { Decision } from './engine/types.js';
 import { redact, SAMPLE_EXECUTORS } from './executors.js';
-import { loadAgentView, loadSnapshot } from './snapshot.js';
+import { loadDecisionState, type DecisionState } from './snapshot.js';
 
 const canonicalize = createRequire(import.meta.url)('canonicalize') as (input: unknown) => string | undefined;
 
@@ -104,30 +104,23 @@ interface Execution {
  * tool's credential reference (which must not be revoked); other tools are authorised for the
  * caller's proxy to run (state `approved`).
  */
-async function execute(tx: Tx, orgId: string, toolKey: string, parameters: Record<string, unknown>): Promise<Execution> {
-  const tool = await tx
-    .selectFrom('tools')
-    .select(['builtin', 'credential_ref_id'])
-    .where('org_id', '=', orgId)
-    .where('tool_key', '=', toolKey)
-    .executeTakeFirst();
+async function execute(tx: Tx, toolKey: string, tool: DecisionState['tool'], parameters: Record<string, unknown>): Promise<Execution> {
   const executor = SAMPLE_EXECUTORS[toolKey];
   if (!tool?.builtin || !executor) return { status: 'not_run', output: null };
-  if (tool.credential_ref_id) {
-    const cred = await tx.selectFrom('credential_refs').select('status').where('id', '=', tool.credential_ref_id).executeTakeFirst();
+  if (tool.credentialRefId) {
+    const cred = await tx.selectFrom('credential_refs').select('status').where('id', '=', tool.credentialRefId).executeTakeFirst();
     if (cred?.status !== 'active') return { status: 'failed', output: { error: 'credential_unavailable' } };
   }
   return { status: 'succeeded', output: executor(parameters) };
 }
 
-/** Reads the agent and the registry snapshot, then runs the pure engine. */
-async function decideNow(tx: Tx, who: Submitter, body: ActionIn, now: Date, approvalPresent: boolean): Promise<Decision> {
-  const agent = await loadAgentView(tx, who.orgId, who.agentId);
-  if (!agent) throw notFound('No such agent.');
-  const snapshot = await loadSnapshot(tx, who.orgId, who.agentId, body.tool);
-  return decide(
+/** Reads the agent, settings and registry state in one statement, then runs the pure engine. */
+async function decideNow(tx: Tx, who: Submitter, body: ActionIn, now: Date, approvalPresent: boolean) {
+  const state = await loadDecisionState(tx, who.orgId, who.agentId, body.tool);
+  if (!state.agent) throw notFound('No such agent.');
+  const decision = decide(
     {
-      agent,
+      agent: state.agent,
       identityId: who.identityId,
       action: {
         tool: body.tool,
@@ -141,8 +134,9 @@ async function decideNow(tx: Tx, who: Submitter, body: ActionIn, now: Date, appr
       now: now.toISOString(),
       approvalPresent,
     },
-    snapshot,
+    state.snapshot,
   );
+  return { decision, state };
 }
 
 const stateAfter = (decision: Decision['decision'], execution?: Execution) =>
@@ -198,9 +192,9 @@ export class ActionsService {
         return toSubmission(current, approval, true);
       }
 
-      const decision = await decideNow(tx, who, body, now, false);
-      const org = await tx.selectFrom('organisations').select(['content_retention', 'approval_ttl_seconds']).where('id', '=', who.orgId).executeTakeFirstOrThrow();
-      const execution = decision.decision === 'allow' ? await execute(tx, who.orgId, body.tool, body.parameters) : undefined;
+      const { decision, state } = await decideNow(tx, who, body, now, false);
+      const org = { content_retention: state.contentRetention, approval_ttl_seconds: state.approvalTtlSeconds };
+      const execution = decision.decision === 'allow' ? await execute(tx, body.tool, state.tool, body.parameters) : undefined;
       const id = randomUUID();
       const action = await tx
         .insertInto('action_requests')
@@ -296,9 +290,9 @@ export class ActionsService {
       return undefined;
     }
     const { evidence } = this.app.deps;
-    const decision = await decideNow(tx, who, body, now, true);
-    const org = await tx.selectFrom('organisations').select('content_retention').where('id', '=', who.orgId).executeTakeFirstOrThrow();
-    const execution = decision.decision === 'allow' ? await execute(tx, who.orgId, body.tool, body.parameters) : undefined;
+    const { decision, state } = await decideNow(tx, who, body, now, true);
+    const org = { content_retention: state.contentRetention };
+    const execution = decision.decision === 'allow' ? await execute(tx, body.tool, state.tool, body.parameters) : undefined;
     await tx.updateTable('approvals').set({ token_used_at: now }).where('id', '=', approval.id).execute();
     const updated = await tx
       .updateTable('action_requests')

@@ -1,75 +1,126 @@
+import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import type { AgentView, BindingView, Snapshot, ToolView } from './engine/types.js';
 
-/**
- * The registry state one decision reads, in a handful of set-based queries inside the action's
- * transaction. (The per-organisation in-memory snapshot with cross-replica invalidation arrives with
- * the decisions benchmark; until then every decision reads current state.)
- */
-export async function loadSnapshot(tx: Tx, orgId: string, agentId: string, toolKey: string): Promise<Snapshot> {
-  const tools = await tx.selectFrom('tools').selectAll().where('org_id', '=', orgId).where('tool_key', '=', toolKey).execute();
-  const serverIds = tools.map((t) => t.mcp_server_id).filter((x): x is string => x !== null);
-  const servers = serverIds.length
-    ? await tx.selectFrom('mcp_servers').select(['id', 'trust_state']).where('org_id', '=', orgId).where('id', 'in', serverIds).execute()
-    : [];
-  const bindings = await tx.selectFrom('permission_bindings').selectAll().where('org_id', '=', orgId).where('agent_id', '=', agentId).execute();
-  const delegations = await tx.selectFrom('delegations').selectAll().where('org_id', '=', orgId).where('agent_id', '=', agentId).execute();
-  const denyClass = await tx
-    .selectFrom('deny_class_rules')
-    .select(['id', 'privilege_class', 'agent_id'])
-    .where('org_id', '=', orgId)
-    .where('lifted_at', 'is', null)
-    .execute();
-  return {
-    tools: Object.fromEntries(
-      tools.map((t) => [
-        t.tool_key,
-        {
-          id: t.id,
-          key: t.tool_key,
-          privilegeClass: t.privilege_class as ToolView['privilegeClass'],
-          approvalClass: t.approval_class as ToolView['approvalClass'],
-          blocked: t.blocked,
-          mcpServerId: t.mcp_server_id,
-        },
-      ]),
-    ),
-    mcpServers: Object.fromEntries(
-      servers.map((s) => [s.id, { trustState: s.trust_state as Snapshot['mcpServers'][string]['trustState'] }]),
-    ),
-    bindings: bindings.map((b) => ({
-      id: b.id,
-      targetKind: b.target_kind as BindingView['targetKind'],
-      targetId: b.target_id,
-      actions: b.actions,
-      constraints: b.constraints as BindingView['constraints'],
-      expiresAt: b.expires_at ? b.expires_at.toISOString() : null,
-      identityId: b.identity_id,
-    })),
-    delegations: delegations.map((d) => ({
-      principalRef: d.principal_ref,
-      scopes: d.scopes,
-      expiresAt: d.expires_at ? d.expires_at.toISOString() : null,
-    })),
-    denyClassRules: denyClass.map((r) => ({ id: r.id, privilegeClass: r.privilege_class, agentId: r.agent_id })),
-    rules: [],
-  };
+/** Everything one decision reads besides the request. */
+export interface DecisionState {
+  agent: AgentView | undefined;
+  contentRetention: string;
+  approvalTtlSeconds: number;
+  snapshot: Snapshot;
+  /** What execution needs of the resolved tool. */
+  tool: { builtin: boolean; credentialRefId: string | null } | undefined;
 }
 
-export async function loadAgentView(tx: Tx, orgId: string, agentId: string): Promise<AgentView | undefined> {
-  const a = await tx
-    .selectFrom('agents')
-    .select(['id', 'status', 'gateway_access', 'environment', 'criticality', 'data_classification'])
-    .where('org_id', '=', orgId)
-    .where('id', '=', agentId)
-    .executeTakeFirst();
-  if (!a) return undefined;
+interface Row {
+  agent: {
+    id: string;
+    status: AgentView['status'];
+    gateway_access: boolean;
+    environment: string;
+    criticality: string;
+    data_classification: string;
+    content_retention: string;
+    approval_ttl_seconds: number;
+  } | null;
+  tools: Array<{
+    id: string;
+    tool_key: string;
+    privilege_class: ToolView['privilegeClass'];
+    approval_class: ToolView['approvalClass'];
+    blocked: boolean;
+    mcp_server_id: string | null;
+    builtin: boolean;
+    credential_ref_id: string | null;
+  }>;
+  servers: Array<{ id: string; trust_state: Snapshot['mcpServers'][string]['trustState'] }>;
+  bindings: Array<{
+    id: string;
+    target_kind: BindingView['targetKind'];
+    target_id: string;
+    actions: string[];
+    constraints: BindingView['constraints'];
+    expires_at: string | null;
+    identity_id: string | null;
+  }>;
+  delegations: Array<{ principal_ref: string; scopes: string[]; expires_at: string | null }>;
+  deny_rules: Array<{ id: string; privilege_class: string; agent_id: string | null }>;
+}
+
+const isoOrNull = (v: string | null) => (v ? new Date(v).toISOString() : null);
+
+/**
+ * The agent, its organisation's settings and the registry state the decision reads, in one statement
+ * inside the action's transaction: each round trip costs more than the query behind it. (The
+ * per-organisation in-memory snapshot with cross-replica invalidation is the next step.)
+ */
+export async function loadDecisionState(tx: Tx, orgId: string, agentId: string, toolKey: string): Promise<DecisionState> {
+  const { rows } = await sql<Row>`
+    select
+      (select row_to_json(x) from (
+         select a.id, a.status, a.gateway_access, a.environment, a.criticality, a.data_classification,
+                o.content_retention, o.approval_ttl_seconds
+         from agents a join organisations o on o.id = a.org_id
+         where a.org_id = ${orgId} and a.id = ${agentId}) x) as agent,
+      (select coalesce(json_agg(x), '[]') from (
+         select id, tool_key, privilege_class, approval_class, blocked, mcp_server_id, builtin, credential_ref_id
+         from tools where org_id = ${orgId} and tool_key = ${toolKey}) x) as tools,
+      (select coalesce(json_agg(x), '[]') from (
+         select s.id, s.trust_state from mcp_servers s
+         where s.org_id = ${orgId}
+           and s.id in (select mcp_server_id from tools where org_id = ${orgId} and tool_key = ${toolKey})) x) as servers,
+      (select coalesce(json_agg(x), '[]') from (
+         select id, target_kind, target_id, actions, constraints, expires_at, identity_id
+         from permission_bindings where org_id = ${orgId} and agent_id = ${agentId}) x) as bindings,
+      (select coalesce(json_agg(x), '[]') from (
+         select principal_ref, scopes, expires_at
+         from delegations where org_id = ${orgId} and agent_id = ${agentId}) x) as delegations,
+      (select coalesce(json_agg(x), '[]') from (
+         select id, privilege_class, agent_id
+         from deny_class_rules where org_id = ${orgId} and lifted_at is null) x) as deny_rules`.execute(tx);
+  const r = rows[0]!;
+  const tool = r.tools[0];
   return {
-    id: a.id,
-    status: a.status as AgentView['status'],
-    gatewayAccess: a.gateway_access,
-    environment: a.environment,
-    criticality: a.criticality,
-    dataClassification: a.data_classification,
+    agent: r.agent
+      ? {
+          id: r.agent.id,
+          status: r.agent.status,
+          gatewayAccess: r.agent.gateway_access,
+          environment: r.agent.environment,
+          criticality: r.agent.criticality,
+          dataClassification: r.agent.data_classification,
+        }
+      : undefined,
+    contentRetention: r.agent?.content_retention ?? 'redacted',
+    approvalTtlSeconds: r.agent?.approval_ttl_seconds ?? 900,
+    tool: tool ? { builtin: tool.builtin, credentialRefId: tool.credential_ref_id } : undefined,
+    snapshot: {
+      tools: Object.fromEntries(
+        r.tools.map((t) => [
+          t.tool_key,
+          {
+            id: t.id,
+            key: t.tool_key,
+            privilegeClass: t.privilege_class,
+            approvalClass: t.approval_class,
+            blocked: t.blocked,
+            mcpServerId: t.mcp_server_id,
+          },
+        ]),
+      ),
+      mcpServers: Object.fromEntries(r.servers.map((s) => [s.id, { trustState: s.trust_state }])),
+      bindings: r.bindings.map((b) => ({
+        id: b.id,
+        targetKind: b.target_kind,
+        targetId: b.target_id,
+        actions: b.actions,
+        constraints: b.constraints,
+        expiresAt: isoOrNull(b.expires_at),
+        identityId: b.identity_id,
+      })),
+      delegations: r.delegations.map((d) => ({ principalRef: d.principal_ref, scopes: d.scopes, expiresAt: isoOrNull(d.expires_at) })),
+      denyClassRules: r.deny_rules.map((d) => ({ id: d.id, privilegeClass: d.privilege_class, agentId: d.agent_id })),
+      rules: [],
+    },
   };
 }
