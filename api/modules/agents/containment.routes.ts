@@ -12,7 +12,7 @@ import { caller } from '../../platform/route.js';
 import { iso } from '../../platform/schemas.js';
 import { audit } from '../audit/audit.js';
 import { appendEvidence } from '../evidence/chain.js';
-import { cancelApprovals } from '../gateway/gateway.routes.js';
+import { cancelApprovals } from '../gateway/approvals.repository.js';
 import type { AgentRow } from './agents.repository.js';
 import { agentOr404, agentWithOwners } from './agents.routes.js';
 import { agentOut, agentParams, containmentEventOut } from './agents.schemas.js';

@@ -11,7 +11,7 @@ import { caller } from '../../platform/route.js';
 import { iso, timestamp } from '../../platform/schemas.js';
 import { audit } from '../audit/audit.js';
 import { appendEvidence } from '../evidence/chain.js';
-import { expireIfDue, type ActionsService, type ApprovalRow } from './actions.service.js';
+import { expireIfDue, type ApprovalRow } from './actions.service.js';
 
 const tags = ['Gateway: actions, decisions, approvals'];
 const APPROVAL_STATUS = ['pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
@@ -69,7 +69,7 @@ function isSelf(approverEmail: string, approverId: string, action: { on_behalf_o
   return action.requested_by === approverId || behalf === email || behalf === `user:${email}`;
 }
 
-export async function approvalsRoutes(app: FastifyInstance, _service: ActionsService): Promise<void> {
+export async function approvalsRoutes(app: FastifyInstance): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const { db, clock, config, evidence } = app.deps;
   const cursors = new Cursors(config.sessionSecret);

@@ -15,7 +15,8 @@ import { audit } from '../audit/audit.js';
 import { appendEvidence } from '../evidence/chain.js';
 import { PRIVILEGE_CLASS } from '../shared/enums.js';
 import { actionIn, approvalSummary, idempotencyHeaders, STATES, submissionOut } from './actions.schemas.js';
-import { ActionsService, expireIfDue, type ActionRow, type ApprovalRow } from './actions.service.js';
+import { ActionsService, expireIfDue, type ActionRow } from './actions.service.js';
+import { cancelApprovals } from './approvals.repository.js';
 import { approvalsRoutes } from './approvals.routes.js';
 
 const tags = ['Gateway: actions, decisions, approvals'];
@@ -417,7 +418,7 @@ export async function gatewayRoutes(app: FastifyInstance): Promise<void> {
     },
   );
 
-  await approvalsRoutes(app, service);
+  await approvalsRoutes(app);
 }
 
 const toDenyClass = (r: { id: string; privilege_class: string; agent_id: string | null; reason: string; created_at: Date; lifted_at: Date | null }) => ({
@@ -428,16 +429,3 @@ const toDenyClass = (r: { id: string; privilege_class: string; agent_id: string 
   created_at: iso(r.created_at),
   lifted_at: r.lifted_at ? iso(r.lifted_at) : null,
 });
-
-/** Cancels open approvals and their actions (an explicit cancel, or an agent's suspension). */
-export async function cancelApprovals(tx: Tx, approvals: ApprovalRow[], now: Date): Promise<void> {
-  if (approvals.length === 0) return;
-  const ids = approvals.map((a) => a.id);
-  await tx.updateTable('approvals').set({ status: 'cancelled', decided_at: now }).where('id', 'in', ids).execute();
-  await tx
-    .updateTable('action_requests')
-    .set({ state: 'cancelled', updated_at: now })
-    .where('id', 'in', approvals.map((a) => a.action_id))
-    .execute();
-}
-
