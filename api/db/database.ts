@@ -9,6 +9,7 @@ import { foundation } from './migrations/0001_foundation.js';
 import { registry } from './migrations/0002_registry.js';
 import { evidence } from './migrations/0003_evidence.js';
 import { gateway } from './migrations/0004_gateway.js';
+import { policies } from './migrations/0005_policies.js';
 import type { DB } from './schema.js';
 
 export type Db = Kysely<DB>;
@@ -27,6 +28,7 @@ export function migrations(runtimeRole: string): Record<string, Migration> {
     '0002_registry': registry(runtimeRole),
     '0003_evidence': evidence(runtimeRole),
     '0004_gateway': gateway(runtimeRole),
+    '0005_policies': policies(runtimeRole),
   };
 }
 

@@ -366,6 +366,34 @@ export interface DenyClassRulesTable {
   lift_reason: string | null;
 }
 
+export interface PoliciesTable {
+  id: string;
+  org_id: string;
+  key: string;
+  name: string;
+  description: Generated<string>;
+  critical: Generated<boolean>;
+  status: Generated<string>;
+  latest_version: Generated<number>;
+  published_version: number | null;
+  version: Generated<number>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface PolicyVersionsTable {
+  id: string;
+  org_id: string;
+  policy_id: string;
+  number: number;
+  rules: Json<unknown[]>;
+  change_note: Generated<string>;
+  author_id: string | null;
+  created_at: Generated<Date>;
+  published_at: Date | null;
+  published_by: string | null;
+}
+
 export interface DB {
   organisations: OrganisationsTable;
   users: UsersTable;
@@ -393,4 +421,6 @@ export interface DB {
   approvals: ApprovalsTable;
   approval_votes: ApprovalVotesTable;
   deny_class_rules: DenyClassRulesTable;
+  policies: PoliciesTable;
+  policy_versions: PolicyVersionsTable;
 }

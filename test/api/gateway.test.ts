@@ -281,6 +281,70 @@ describe('gateway: actions, decisions and approvals', () => {
     });
   });
 
+  describe('published policies', () => {
+    /** Stores a policy as the policy operations will (authoring arrives with the policy issue). */
+    async function policy(rulesByVersion: unknown[][], published: number | null, status = 'active') {
+      const pg = (await import('pg')).default;
+      const c = new pg.Client({ connectionString: t.ownerUrl });
+      await c.connect();
+      try {
+        const id = crypto.randomUUID();
+        await c.query(
+          `insert into policies (id, org_id, key, name, status, latest_version, published_version) values ($1, $2, $3, 'Test policy', $4, $5, $6)`,
+          [id, admin.tenant.id, `pol-${id.slice(0, 8)}`, status, rulesByVersion.length, published],
+        );
+        for (const [i, rules] of rulesByVersion.entries()) {
+          await c.query(`insert into policy_versions (id, org_id, policy_id, number, rules) values ($1, $2, $3, $4, $5)`, [
+            crypto.randomUUID(),
+            admin.tenant.id,
+            id,
+            i + 1,
+            JSON.stringify(rules),
+          ]);
+        }
+        return {
+          id,
+          setStatus: async (s: string) => {
+            const d = new pg.Client({ connectionString: t.ownerUrl });
+            await d.connect();
+            await d.query('update policies set status = $1 where id = $2', [s, id]);
+            await d.end();
+          },
+        };
+      } finally {
+        await c.end();
+      }
+    }
+
+    it('applies the published version of active policies only: not drafts, not inactive policies', async () => {
+      const freeze = { id: 'R-1', effect: 'deny', reason_code: 'CRM_FROZEN', conditions: [{ field: 'tool.key', op: 'eq', value: 'crm.lookup_customer' }] };
+      const draftOnly = { id: 'R-2', effect: 'deny', reason_code: 'DRAFT_RULE', conditions: [] };
+      const p = await policy([[freeze], [draftOnly]], 1);
+      const res = (await submit(lookup)).json();
+      expect(res.decision).toEqual({ decision: 'deny', reason_codes: ['CRM_FROZEN'] });
+      await p.setStatus('inactive');
+      expect((await submit(lookup)).json().decision.decision).toBe('allow');
+
+      const unpublished = await policy([[draftOnly]], null);
+      expect((await submit(lookup)).json().decision.decision).toBe('allow');
+      await unpublished.setStatus('inactive');
+    });
+
+    it('asks for as many approvers as a published rule obliges', async () => {
+      const twoPeople = {
+        id: 'R-3',
+        effect: 'require_approval',
+        reason_code: 'CUSTOMER_DATA_REVIEW',
+        conditions: [{ field: 'tool.privilege_class', op: 'eq', value: 'read' }],
+        obligations: { approvals_required: 2 },
+      };
+      const p = await policy([[twoPeople]], 1);
+      const res = (await submit(lookup)).json();
+      expect(res).toMatchObject({ decision: { decision: 'require_approval', reason_codes: ['CUSTOMER_DATA_REVIEW'] }, approval: { approvals_required: 2 } });
+      await p.setStatus('inactive');
+    });
+  });
+
   describe('isolation', () => {
     it("keeps one agent's and one organisation's actions from another", async () => {
       const mine = (await submit(lookup)).json();

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { AgentView, BindingView, Snapshot, ToolView } from './engine/types.js';
+import type { AgentView, BindingView, Rule, Snapshot, ToolView } from './engine/types.js';
 
 /** Everything one decision reads besides the request. */
 export interface DecisionState {
@@ -45,13 +45,15 @@ interface Row {
   }>;
   delegations: Array<{ principal_ref: string; scopes: string[]; expires_at: string | null }>;
   deny_rules: Array<{ id: string; privilege_class: string; agent_id: string | null }>;
+  rules: Array<Rule & { policy: string }>;
 }
 
 const isoOrNull = (v: string | null) => (v ? new Date(v).toISOString() : null);
 
 /**
  * The agent, its organisation's settings and the registry state the decision reads, in one statement
- * inside the action's transaction: each round trip costs more than the query behind it. (The
+ * inside the action's transaction: each round trip costs more than the query behind it. Rules are those
+ * of each active policy's published version, in policy-key order; drafts are never read. (The
  * per-organisation in-memory snapshot with cross-replica invalidation is the next step.)
  */
 export async function loadDecisionState(tx: Tx, orgId: string, agentId: string, toolKey: string): Promise<DecisionState> {
@@ -77,7 +79,12 @@ export async function loadDecisionState(tx: Tx, orgId: string, agentId: string, 
          from delegations where org_id = ${orgId} and agent_id = ${agentId}) x) as delegations,
       (select coalesce(json_agg(x), '[]') from (
          select id, privilege_class, agent_id
-         from deny_class_rules where org_id = ${orgId} and lifted_at is null) x) as deny_rules`.execute(tx);
+         from deny_class_rules where org_id = ${orgId} and lifted_at is null) x) as deny_rules,
+      (select coalesce(json_agg(r.rule || jsonb_build_object('policy', p.key) order by p.key, r.ord), '[]')
+         from policies p
+         join policy_versions v on v.policy_id = p.id and v.number = p.published_version
+         cross join lateral jsonb_array_elements(v.rules) with ordinality as r(rule, ord)
+         where p.org_id = ${orgId} and p.status = 'active') as rules`.execute(tx);
   const r = rows[0]!;
   const tool = r.tools[0];
   return {
@@ -120,7 +127,7 @@ export async function loadDecisionState(tx: Tx, orgId: string, agentId: string, 
       })),
       delegations: r.delegations.map((d) => ({ principalRef: d.principal_ref, scopes: d.scopes, expiresAt: isoOrNull(d.expires_at) })),
       denyClassRules: r.deny_rules.map((d) => ({ id: d.id, privilegeClass: d.privilege_class, agentId: d.agent_id })),
-      rules: [],
+      rules: r.rules,
     },
   };
 }
