@@ -64,6 +64,7 @@ const envSchema = z.object({
   RATE_LIMIT_PUBLIC_PER_MINUTE: int(1, 1_000_000).default(60),
   RATE_LIMIT_GATEWAY_PER_MINUTE: int(1, 1_000_000).default(120),
   RATE_LIMIT_TOKEN_PER_MINUTE: int(1, 1_000_000).default(30),
+  RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE: int(1, 1_000_000).default(300),
   TOKEN_REVOCATION_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(1),
   TRUST_PROXY: optionalBool,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -111,6 +112,7 @@ export interface Config {
     publicPerMinute: number;
     gatewayPerMinute: number;
     tokenPerMinute: number;
+    tokenPerIpPerMinute: number;
   };
   revocationCacheMs: number;
   trustProxy: boolean;
@@ -174,6 +176,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       publicPerMinute: e.RATE_LIMIT_PUBLIC_PER_MINUTE,
       gatewayPerMinute: e.RATE_LIMIT_GATEWAY_PER_MINUTE,
       tokenPerMinute: e.RATE_LIMIT_TOKEN_PER_MINUTE,
+      tokenPerIpPerMinute: e.RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE,
     },
     revocationCacheMs: Math.round(e.TOKEN_REVOCATION_CACHE_SECONDS * 1000),
     trustProxy: e.TRUST_PROXY ?? false,

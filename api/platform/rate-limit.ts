@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { Clock, RateGroup } from './context.js';
+import { ApiError } from './errors.js';
 
 type Incr = (err: Error | null, res: { current: number; ttl: number }) => void;
 
@@ -10,24 +11,46 @@ type Incr = (err: Error | null, res: { current: number; ttl: number }) => void;
  * A @fastify/rate-limit store on the shared database, so the limits hold across every API process:
  * fixed windows aligned on the clock, one upsert per request.
  */
+/**
+ * Counts one hit of `key` in the current fixed window (aligned on the clock, shared by every API process
+ * through the database) and says how many hits the window holds and how long it has left.
+ */
+export async function countHit(db: Db, clock: Clock, key: string, timeWindow: number): Promise<{ current: number; ttl: number }> {
+  const now = clock.now().getTime();
+  const windowStart = Math.floor(now / timeWindow) * timeWindow;
+  const r = await sql<{ count: number }>`
+    insert into rate_limit_buckets as b (key, window_start, count) values (${key}, ${windowStart}, 1)
+    on conflict (key) do update set
+      count = case when b.window_start = excluded.window_start then b.count + 1 else 1 end,
+      window_start = excluded.window_start
+    returning count`.execute(db);
+  return { current: r.rows[0]?.count ?? 1, ttl: windowStart + timeWindow - now };
+}
+
+/** Refuses with 429 rate_limited (and Retry-After) once `key` has had more than `max` hits this minute. */
+export async function enforceLimit(db: Db, clock: Clock, key: string, max: number): Promise<void> {
+  const { current, ttl } = await countHit(db, clock, key, 60_000);
+  if (current > max) {
+    const seconds = Math.max(1, Math.ceil(ttl / 1000));
+    throw new ApiError('rate_limited', `Too many requests: at most ${max} a minute. Retry in ${seconds} s.`, {
+      retry_after_seconds: seconds,
+      limit_per_minute: max,
+    }, { 'retry-after': String(seconds) });
+  }
+}
+
+/** A @fastify/rate-limit store on the shared database, so the limits hold across every API process. */
 export function databaseRateLimitStore(db: Db, clock: Clock) {
   let calls = 0;
   return class DatabaseStore {
     incr(key: string, cb: Incr, timeWindow: number): void {
-      const now = clock.now().getTime();
-      const windowStart = Math.floor(now / timeWindow) * timeWindow;
-      sql<{ count: number }>`
-        insert into rate_limit_buckets as b (key, window_start, count) values (${key}, ${windowStart}, 1)
-        on conflict (key) do update set
-          count = case when b.window_start = excluded.window_start then b.count + 1 else 1 end,
-          window_start = excluded.window_start
-        returning count`
-        .execute(db)
+      countHit(db, clock, key, timeWindow)
         .then(async (r) => {
-          cb(null, { current: r.rows[0]?.count ?? 1, ttl: windowStart + timeWindow - now });
+          cb(null, r);
           // Sweep finished windows now and then, rather than on a timer.
           if (++calls % 1000 === 0) {
-            await db.deleteFrom('rate_limit_buckets').where('window_start', '<', now - 2 * timeWindow).execute();
+            const before = clock.now().getTime() - 2 * timeWindow;
+            await db.deleteFrom('rate_limit_buckets').where('window_start', '<', before).execute();
           }
         })
         .catch((err: Error) => cb(err, { current: 0, ttl: 0 }));

@@ -232,6 +232,24 @@ describe('workload identities, token exchange and containment', () => {
       }
       expect(t.config.rateLimits.tokenPerMinute).toBe(30);
     });
+
+    it('also limits exchanges per client address, so unknown client IDs cannot buy unlimited secret checks', async () => {
+      const limited = await startTestApp({ env: { RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE: '3' } });
+      try {
+        const codes = [];
+        for (let i = 0; i < 4; i++) {
+          const res = await limited.app.inject({
+            method: 'POST',
+            url: api('/identities/token'),
+            payload: { grant_type: 'client_credentials', client_id: `tgc_unknown${i}`, client_secret: 'x' },
+          });
+          codes.push(res.statusCode);
+        }
+        expect(codes).toEqual([401, 401, 401, 429]);
+      } finally {
+        await limited.close();
+      }
+    });
   });
 
   describe('containment operations', () => {

@@ -8,6 +8,7 @@ import type { WorkloadIdentitiesTable } from '../../db/schema.js';
 import { personOf } from '../../platform/auth.js';
 import { ApiError, notFound } from '../../platform/errors.js';
 import { reasonBody, requireConfirmation } from '../../platform/reason.js';
+import { enforceLimit } from '../../platform/rate-limit.js';
 import { caller } from '../../platform/route.js';
 import { iso, timestamp } from '../../platform/schemas.js';
 import { agentOr404 } from '../agents/agents.routes.js';
@@ -192,6 +193,8 @@ export async function identitiesRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
+      // Checking a secret is deliberately slow; unknown client IDs must not buy unlimited checks.
+      await enforceLimit(db, clock, `token-ip:${req.ip}`, config.rateLimits.tokenPerIpPerMinute);
       const { client_id, client_secret } = req.body;
       const { rows } = await sql<ClientRow>`select * from identity_for_client(${client_id})`.execute(db);
       const client = rows[0];
