@@ -10,6 +10,7 @@ export interface OrganisationsTable {
   plan: Generated<string>;
   content_retention: Generated<string>;
   approval_ttl_seconds: Generated<number>;
+  owners_count_as_self: Generated<boolean>;
   version: Generated<number>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;

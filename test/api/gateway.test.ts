@@ -213,6 +213,17 @@ describe('gateway: actions, decisions and approvals', () => {
       expect(own.json().error.code).toBe('self_approval_prohibited');
     });
 
+    it("counts the agent's owners as self where the organisation opts in", async () => {
+      await admin.client.post(api(`/agents/${agentId}/owners`), { name: 'Owner B', email: approverB.email, owner_type: 'business' });
+      const first = (await submit(payment())).json();
+      const url = api(`/approvals/${first.approval.id}/decision`);
+      await admin.client.patch(api('/settings'), { owners_count_as_self: true });
+      const owner = await approverB.client.post(url, { decision: 'approve', reason: 'my own agent' });
+      expect(owner.json().error.code).toBe('self_approval_prohibited');
+      await admin.client.patch(api('/settings'), { owners_count_as_self: false });
+      expect((await approverB.client.post(url, { decision: 'approve', reason: 'opt-in is off' })).json().status).toBe('approved');
+    });
+
     it('rejects, and then no longer takes decisions', async () => {
       const first = (await submit(payment())).json();
       const url = api(`/approvals/${first.approval.id}/decision`);

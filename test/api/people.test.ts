@@ -199,6 +199,7 @@ describe('users, roles, settings, notifications and audit', () => {
       expect((await a.client.get(api('/settings'))).json()).toEqual({
         content_retention: 'redacted',
         approval_ttl_seconds: 900,
+        owners_count_as_self: false,
         version: 1,
       });
       for (const ttl of [60, 86400]) {
@@ -207,7 +208,7 @@ describe('users, roles, settings, notifications and audit', () => {
         expect(res.json().approval_ttl_seconds).toBe(ttl);
       }
       const res = await a.client.patch(api('/settings'), { content_retention: 'metadata_only' }, { 'if-match': '3' });
-      expect(res.json()).toEqual({ content_retention: 'metadata_only', approval_ttl_seconds: 86400, version: 4 });
+      expect(res.json()).toEqual({ content_retention: 'metadata_only', approval_ttl_seconds: 86400, owners_count_as_self: false, version: 4 });
       const stale = await a.client.patch(api('/settings'), { content_retention: 'full' }, { 'if-match': '3' });
       expect(stale.json().error.code).toBe('version_conflict');
       const audit = (await a.client.get(api('/audit?action=settings.updated'))).json().items;

@@ -24,6 +24,7 @@ export function foundation(runtimeRole: string) {
            content_retention text not null default 'redacted',
            approval_ttl_seconds integer not null default 900
              check (approval_ttl_seconds between 60 and 86400),
+           owners_count_as_self boolean not null default false,
            version integer not null default 1,
            created_at timestamptz not null default now(),
            updated_at timestamptz not null default now()

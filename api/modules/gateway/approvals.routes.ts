@@ -62,11 +62,29 @@ async function approvalView(tx: Tx, approval: ApprovalRow) {
   };
 }
 
-/** Who counts as "self" for an approval (docs/gateway.md): the person acted for, and the person who asked. */
-function isSelf(approverEmail: string, approverId: string, action: { on_behalf_of: string | null; requested_by: string | null }): boolean {
-  const email = approverEmail.toLowerCase();
+/**
+ * Who counts as "self" for an approval (docs/gateway.md): the person the action acts for, the person
+ * who submitted it, and, where the organisation opts in, the agent's owners.
+ */
+async function isSelf(
+  tx: Tx,
+  orgId: string,
+  approver: { email: string; userId: string },
+  action: { agent_id: string; on_behalf_of: string | null; requested_by: string | null },
+): Promise<boolean> {
+  const email = approver.email.toLowerCase();
   const behalf = action.on_behalf_of?.toLowerCase();
-  return action.requested_by === approverId || behalf === email || behalf === `user:${email}`;
+  if (action.requested_by === approver.userId || behalf === email || behalf === `user:${email}`) return true;
+  const org = await tx.selectFrom('organisations').select('owners_count_as_self').where('id', '=', orgId).executeTakeFirstOrThrow();
+  if (!org.owners_count_as_self) return false;
+  const owner = await tx
+    .selectFrom('agent_owners')
+    .select('id')
+    .where('org_id', '=', orgId)
+    .where('agent_id', '=', action.agent_id)
+    .where(sql<boolean>`lower(email) = ${email}`)
+    .executeTakeFirst();
+  return owner !== undefined;
 }
 
 export async function approvalsRoutes(app: FastifyInstance): Promise<void> {
@@ -141,7 +159,7 @@ export async function approvalsRoutes(app: FastifyInstance): Promise<void> {
         if (approval.status === 'expired') throw new ApiError('approval_expired');
         if (approval.status !== 'pending') throw new ApiError('approval_not_pending', `The approval is ${approval.status}.`);
         const action = await tx.selectFrom('action_requests').selectAll().where('id', '=', approval.action_id).executeTakeFirstOrThrow();
-        if (isSelf(p.email, p.userId, action)) throw new ApiError('self_approval_prohibited');
+        if (await isSelf(tx, p.orgId, { email: p.email, userId: p.userId }, action)) throw new ApiError('self_approval_prohibited');
         const voted = await tx.selectFrom('approval_votes').select('id').where('approval_id', '=', approval.id).where('approver_id', '=', p.userId).executeTakeFirst();
         if (voted) throw new ApiError('duplicate_approver');
         await tx

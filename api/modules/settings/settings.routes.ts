@@ -14,17 +14,24 @@ export const CONTENT_RETENTION = ['full', 'redacted', 'metadata_only'] as const;
 const settingsOut = z.object({
   content_retention: z.enum(CONTENT_RETENTION),
   approval_ttl_seconds: z.number().int(),
+  owners_count_as_self: z.boolean(),
   version: z.number().int(),
 });
 const settingsIn = z.object({
   content_retention: z.enum(CONTENT_RETENTION).nullable().optional(),
   approval_ttl_seconds: z.number().int().min(60).max(86400).nullable().optional(),
+  owners_count_as_self: z
+    .boolean()
+    .nullable()
+    .optional()
+    .describe("an agent's owners may not approve its actions (opt-in)"),
 });
 const tags = ['Users, roles and settings'];
 
 const toSettings = (o: OrganisationRow) => ({
   content_retention: o.content_retention as (typeof CONTENT_RETENTION)[number],
   approval_ttl_seconds: o.approval_ttl_seconds,
+  owners_count_as_self: o.owners_count_as_self,
   version: o.version,
 });
 

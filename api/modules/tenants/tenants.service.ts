@@ -83,6 +83,7 @@ export interface OrganisationPatch {
   name?: string | null;
   content_retention?: string | null;
   approval_ttl_seconds?: number | null;
+  owners_count_as_self?: boolean | null;
 }
 
 /**
