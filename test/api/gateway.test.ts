@@ -129,6 +129,20 @@ describe('gateway: actions, decisions and approvals', () => {
       expect(changed.json().error.code).toBe('idempotency_conflict');
     });
 
+    it('group-commits concurrent submissions: every one answered, evidenced once, the chain unbroken', async () => {
+      const keys = Array.from({ length: 24 }, () => key());
+      const results = await Promise.all(keys.map((k, i) => submit(i % 3 === 0 ? payment() : lookup, k)));
+      expect(results.map((r) => r.statusCode)).toEqual(Array(24).fill(200));
+      const ids = results.map((r) => r.json().action.id as string);
+      expect(new Set(ids).size).toBe(24);
+      for (const id of ids.slice(0, 6)) {
+        const kinds = (await admin.client.get(api(`/evidence?action_request_id=${id}`))).json().items.map((e: { event_type: string }) => e.event_type);
+        expect(kinds).toContain('decision');
+        expect(kinds.filter((k: string) => k === 'decision')).toHaveLength(1);
+      }
+      expect((await admin.client.get(api('/evidence/verify'))).json()).toMatchObject({ valid: true, first_broken: null });
+    });
+
     it('makes one action of identical submissions racing', async () => {
       const k = key();
       const results = await Promise.all(Array.from({ length: 8 }, () => submit(lookup, k)));

@@ -150,133 +150,205 @@ const stateAfter = (decision: Decision['decision'], execution?: Execution) =>
           ? 'failed'
           : 'approved';
 
+/** The most submissions one group commit carries. */
+const MAX_BATCH = 64;
+
+interface Job {
+  who: Submitter;
+  key: string;
+  body: ActionIn;
+  resolve: (result: SubmissionOut) => void;
+  reject: (err: unknown) => void;
+}
+
 export class ActionsService {
   readonly tokens: ApprovalTokens;
   constructor(private readonly app: FastifyInstance) {
     this.tokens = new ApprovalTokens(app.deps.config.tokenSigningSeed);
   }
 
-  /** Submits (or resubmits) an action under an idempotency key; two racing submissions make one action. */
-  async submit(who: Submitter, key: string, body: ActionIn): Promise<SubmissionOut> {
+  private readonly queues = new Map<string, Job[]>();
+  private readonly draining = new Set<string>();
+
+  /**
+   * Submits (or resubmits) an action under an idempotency key. Submissions of one organisation are
+   * group-committed: while one batch's transaction runs, the next ones queue, and then go together in
+   * one transaction with one evidence append and one commit. An acknowledged decision is durable.
+   */
+  submit(who: Submitter, key: string, body: ActionIn): Promise<SubmissionOut> {
+    return new Promise((resolve, reject) => {
+      const queue = this.queues.get(who.orgId) ?? [];
+      queue.push({ who, key, body, resolve, reject });
+      this.queues.set(who.orgId, queue);
+      if (!this.draining.has(who.orgId)) void this.drain(who.orgId);
+    });
+  }
+
+  private async drain(orgId: string): Promise<void> {
+    this.draining.add(orgId);
     try {
-      return await this.submitOnce(who, key, body);
+      for (let queue = this.queues.get(orgId); queue && queue.length > 0; queue = this.queues.get(orgId)) {
+        await this.runBatch(orgId, queue.splice(0, MAX_BATCH));
+      }
+    } finally {
+      this.draining.delete(orgId);
+      this.queues.delete(orgId);
+    }
+  }
+
+  private async runBatch(orgId: string, batch: Job[]): Promise<void> {
+    const { db, clock, evidence } = this.app.deps;
+    const outcomes: Array<{ ok: SubmissionOut } | { error: unknown }> = [];
+    try {
+      await inScope(db, { orgId }, async (tx) => {
+        const now = clock.now();
+        const events: EvidenceEvent[] = [];
+        for (const job of batch) {
+          try {
+            outcomes.push({ ok: await this.process(tx, job.who, job.key, job.body, now, events) });
+          } catch (err) {
+            // A refusal (idempotency conflict, unknown agent) happens before its job writes anything.
+            if (!(err instanceof ApiError)) throw err;
+            outcomes.push({ error: err });
+          }
+        }
+        await appendEvidence(tx, evidence, orgId, events, now);
+      });
+    } catch {
+      // A statement failed and the batch rolled back (for example a key another API process inserted
+      // meanwhile): each submission runs again on its own.
+      for (const job of batch) this.submitAlone(job.who, job.key, job.body).then(job.resolve, job.reject);
+      return;
+    }
+    batch.forEach((job, i) => {
+      const outcome = outcomes[i]!;
+      if ('ok' in outcome) job.resolve(outcome.ok);
+      else job.reject(outcome.error);
+    });
+  }
+
+  /** One submission in its own transaction; a racing insert of the same key answers as its replay. */
+  private async submitAlone(who: Submitter, key: string, body: ActionIn): Promise<SubmissionOut> {
+    const once = () =>
+      inScope(this.app.deps.db, { orgId: who.orgId }, async (tx) => {
+        const now = this.app.deps.clock.now();
+        const events: EvidenceEvent[] = [];
+        const result = await this.process(tx, who, key, body, now, events);
+        await appendEvidence(tx, this.app.deps.evidence, who.orgId, events, now);
+        return result;
+      });
+    try {
+      return await once();
     } catch (err) {
-      // The same key inserted by a concurrent request: answer as its replay.
-      if (isUniqueViolation(err)) return this.submitOnce(who, key, body);
+      if (isUniqueViolation(err)) return once();
       throw err;
     }
   }
 
-  private submitOnce(who: Submitter, key: string, body: ActionIn): Promise<SubmissionOut> {
-    const { db, clock, evidence } = this.app.deps;
+  /** Decides (or replays, or redeems an approval for) one submission; evidence goes to `events`. */
+  private async process(tx: Tx, who: Submitter, key: string, body: ActionIn, now: Date, events: EvidenceEvent[]): Promise<SubmissionOut> {
     const hash = requestHash(body);
-    return inScope(db, { orgId: who.orgId }, async (tx) => {
-      const now = clock.now();
-      const existing = await tx
-        .selectFrom('action_requests')
-        .selectAll()
-        .where('org_id', '=', who.orgId)
-        .where('agent_id', '=', who.agentId)
-        .where('idempotency_key', '=', key)
-        .forUpdate()
-        .executeTakeFirst();
-      if (existing) {
-        if (existing.request_hash !== hash) throw new ApiError('idempotency_conflict');
-        let approval = await tx.selectFrom('approvals').selectAll().where('action_id', '=', existing.id).forUpdate().executeTakeFirst();
-        if (approval) approval = await expireIfDue(tx, approval, now);
-        if (body.approval_token && approval) {
-          const redeemed = await this.redeem(tx, who, existing, approval, body, now);
-          if (redeemed) return redeemed;
-        }
-        const current = await tx.selectFrom('action_requests').selectAll().where('id', '=', existing.id).executeTakeFirstOrThrow();
-        return toSubmission(current, approval, true);
+    const existing = await tx
+      .selectFrom('action_requests')
+      .selectAll()
+      .where('org_id', '=', who.orgId)
+      .where('agent_id', '=', who.agentId)
+      .where('idempotency_key', '=', key)
+      .forUpdate()
+      .executeTakeFirst();
+    if (existing) {
+      if (existing.request_hash !== hash) throw new ApiError('idempotency_conflict');
+      let approval = await tx.selectFrom('approvals').selectAll().where('action_id', '=', existing.id).forUpdate().executeTakeFirst();
+      if (approval) approval = await expireIfDue(tx, approval, now);
+      if (body.approval_token && approval) {
+        const redeemed = await this.redeem(tx, who, existing, approval, body, now, events);
+        if (redeemed) return redeemed;
       }
+      const current = await tx.selectFrom('action_requests').selectAll().where('id', '=', existing.id).executeTakeFirstOrThrow();
+      return toSubmission(current, approval, true);
+    }
 
-      const { decision, state } = await decideNow(tx, who, body, now, false);
-      const org = { content_retention: state.contentRetention, approval_ttl_seconds: state.approvalTtlSeconds };
-      const execution = decision.decision === 'allow' ? await execute(tx, body.tool, state.tool, body.parameters) : undefined;
-      const id = randomUUID();
-      const action = await tx
-        .insertInto('action_requests')
+    const { decision, state } = await decideNow(tx, who, body, now, false);
+    const org = { content_retention: state.contentRetention, approval_ttl_seconds: state.approvalTtlSeconds };
+    const execution = decision.decision === 'allow' ? await execute(tx, body.tool, state.tool, body.parameters) : undefined;
+    const id = randomUUID();
+    const action = await tx
+      .insertInto('action_requests')
+      .values({
+        id,
+        org_id: who.orgId,
+        agent_id: who.agentId,
+        identity_id: who.identityId,
+        source: who.source,
+        idempotency_key: key,
+        request_hash: hash,
+        tool: body.tool,
+        operation: body.operation,
+        target: body.target,
+        parameters: JSON.stringify(redact(body.parameters, org.content_retention)),
+        environment: body.environment ?? null,
+        on_behalf_of: body.on_behalf_of ?? null,
+        justification: body.justification ?? null,
+        state: stateAfter(decision.decision, execution),
+        decision: decision.decision,
+        reason_codes: decision.reasonCodes,
+        trace: JSON.stringify(decision.trace),
+        approvals_required: decision.approvalsRequired,
+        execution_status: execution?.status ?? null,
+        output_redacted: execution ? JSON.stringify(redact(execution.output, org.content_retention === 'full' ? 'redacted' : org.content_retention)) : null,
+        requested_by: who.requestedBy,
+        correlation_id: who.correlationId,
+        created_at: now,
+        updated_at: now,
+        executed_at: execution?.status === 'succeeded' ? now : null,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+
+    let approval: ApprovalRow | undefined;
+    events.push({
+      eventType: 'decision',
+      agentId: who.agentId,
+      actionRequestId: id,
+      correlationId: who.correlationId,
+      payload: { tool: body.tool, operation: body.operation, target: body.target, decision: decision.decision, reason_codes: decision.reasonCodes, request_hash: hash, source: who.source },
+    });
+    if (decision.decision === 'require_approval') {
+      approval = await tx
+        .insertInto('approvals')
         .values({
-          id,
+          id: randomUUID(),
           org_id: who.orgId,
+          action_id: id,
           agent_id: who.agentId,
-          identity_id: who.identityId,
-          source: who.source,
-          idempotency_key: key,
-          request_hash: hash,
-          tool: body.tool,
-          operation: body.operation,
-          target: body.target,
-          parameters: JSON.stringify(redact(body.parameters, org.content_retention)),
-          environment: body.environment ?? null,
-          on_behalf_of: body.on_behalf_of ?? null,
-          justification: body.justification ?? null,
-          state: stateAfter(decision.decision, execution),
-          decision: decision.decision,
-          reason_codes: decision.reasonCodes,
-          trace: JSON.stringify(decision.trace),
+          status: 'pending',
           approvals_required: decision.approvalsRequired,
-          execution_status: execution?.status ?? null,
-          output_redacted: execution ? JSON.stringify(redact(execution.output, org.content_retention === 'full' ? 'redacted' : org.content_retention)) : null,
-          requested_by: who.requestedBy,
-          correlation_id: who.correlationId,
+          request_hash: hash,
+          expires_at: new Date(now.getTime() + org.approval_ttl_seconds * 1000),
+          token_used_at: null,
           created_at: now,
-          updated_at: now,
-          executed_at: execution?.status === 'succeeded' ? now : null,
+          decided_at: null,
         })
         .returningAll()
         .executeTakeFirstOrThrow();
-
-      let approval: ApprovalRow | undefined;
-      const events: EvidenceEvent[] = [
-        {
-          eventType: 'decision',
-          agentId: who.agentId,
-          actionRequestId: id,
-          correlationId: who.correlationId,
-          payload: { tool: body.tool, operation: body.operation, target: body.target, decision: decision.decision, reason_codes: decision.reasonCodes, request_hash: hash, source: who.source },
-        },
-      ];
-      if (decision.decision === 'require_approval') {
-        approval = await tx
-          .insertInto('approvals')
-          .values({
-            id: randomUUID(),
-            org_id: who.orgId,
-            action_id: id,
-            agent_id: who.agentId,
-            status: 'pending',
-            approvals_required: decision.approvalsRequired,
-            request_hash: hash,
-            expires_at: new Date(now.getTime() + org.approval_ttl_seconds * 1000),
-            token_used_at: null,
-            created_at: now,
-            decided_at: null,
-          })
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        events.push({
-          eventType: 'approval_request',
-          agentId: who.agentId,
-          actionRequestId: id,
-          correlationId: who.correlationId,
-          payload: { approval_id: approval.id, approvals_required: approval.approvals_required, expires_at: approval.expires_at.toISOString() },
-        });
-      }
-      if (execution) {
-        events.push({
-          eventType: 'execution',
-          agentId: who.agentId,
-          actionRequestId: id,
-          correlationId: who.correlationId,
-          payload: { tool: body.tool, status: execution.status },
-        });
-      }
-      await appendEvidence(tx, evidence, who.orgId, events, now);
-      return toSubmission(action, approval, false);
-    });
+      events.push({
+        eventType: 'approval_request',
+        agentId: who.agentId,
+        actionRequestId: id,
+        correlationId: who.correlationId,
+        payload: { approval_id: approval.id, approvals_required: approval.approvals_required, expires_at: approval.expires_at.toISOString() },
+      });
+    }
+    if (execution) {
+      events.push({
+        eventType: 'execution',
+        agentId: who.agentId,
+        actionRequestId: id,
+        correlationId: who.correlationId,
+        payload: { tool: body.tool, status: execution.status },
+      });
+    }
+    return toSubmission(action, approval, false);
   }
 
   /**
@@ -284,12 +356,19 @@ export class ActionsService {
    * unexpired and unused. The action is decided again (a suspension since the approval still wins)
    * with the approval present, and runs once.
    */
-  private async redeem(tx: Tx, who: Submitter, action: ActionRow, approval: ApprovalRow, body: ActionIn, now: Date) {
+  private async redeem(
+    tx: Tx,
+    who: Submitter,
+    action: ActionRow,
+    approval: ApprovalRow,
+    body: ActionIn,
+    now: Date,
+    events: EvidenceEvent[],
+  ) {
     const token = body.approval_token!;
     if (approval.status !== 'approved' || approval.token_used_at || !this.tokens.matches(token, approval.id, approval.request_hash)) {
       return undefined;
     }
-    const { evidence } = this.app.deps;
     const { decision, state } = await decideNow(tx, who, body, now, true);
     const org = { content_retention: state.contentRetention };
     const execution = decision.decision === 'allow' ? await execute(tx, body.tool, state.tool, body.parameters) : undefined;
@@ -309,23 +388,17 @@ export class ActionsService {
       .where('id', '=', action.id)
       .returningAll()
       .executeTakeFirstOrThrow();
-    await appendEvidence(
-      tx,
-      evidence,
-      who.orgId,
-      [
-        {
-          eventType: 'decision',
-          agentId: who.agentId,
-          actionRequestId: action.id,
-          correlationId: who.correlationId,
-          payload: { decision: decision.decision, reason_codes: decision.reasonCodes, approval_id: approval.id, request_hash: approval.request_hash },
-        },
-        ...(execution
-          ? [{ eventType: 'execution', agentId: who.agentId, actionRequestId: action.id, correlationId: who.correlationId, payload: { tool: body.tool, status: execution.status } }]
-          : []),
-      ],
-      now,
+    events.push(
+      {
+        eventType: 'decision',
+        agentId: who.agentId,
+        actionRequestId: action.id,
+        correlationId: who.correlationId,
+        payload: { decision: decision.decision, reason_codes: decision.reasonCodes, approval_id: approval.id, request_hash: approval.request_hash },
+      },
+      ...(execution
+        ? [{ eventType: 'execution', agentId: who.agentId, actionRequestId: action.id, correlationId: who.correlationId, payload: { tool: body.tool, status: execution.status } }]
+        : []),
     );
     return toSubmission(updated, { ...approval, token_used_at: now }, false);
   }
