@@ -10,8 +10,7 @@ import { ApiError } from '../../platform/errors.js';
 import { reasonBody, requireConfirmation } from '../../platform/reason.js';
 import { caller } from '../../platform/route.js';
 import { iso } from '../../platform/schemas.js';
-import { audit } from '../audit/audit.js';
-import { appendEvidence } from '../evidence/chain.js';
+import { auditWithEvidence } from '../evidence/record.js';
 import { cancelApprovals } from '../gateway/approvals.repository.js';
 import type { AgentRow } from './agents.repository.js';
 import { agentOr404, agentWithOwners } from './agents.routes.js';
@@ -96,15 +95,13 @@ async function contain(tx: Tx, req: FastifyRequest, agentId: string, action: Act
       at: now,
     })
     .execute();
-  await audit(tx, req, p.orgId, { action: `agent.${action}`, targetType: 'agent', targetId: agentId, details: { reason, ...details } });
-  await appendEvidence(tx, req.server.deps.evidence, p.orgId, [
-    {
-      eventType: 'containment',
-      agentId,
-      correlationId: req.id,
-      payload: { action, reason, actor_id: p.userId, ...details },
-    },
-  ], now);
+  await auditWithEvidence(
+    tx,
+    req,
+    p.orgId,
+    { action: `agent.${action}`, targetType: 'agent', targetId: agentId, details: { reason, ...details } },
+    { eventType: 'containment', agentId, payload: { action, reason, ...details } },
+  );
   return agentWithOwners(tx, p.orgId, agentId);
 }
 

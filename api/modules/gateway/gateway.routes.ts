@@ -11,8 +11,7 @@ import { reasonBody, requireConfirmation } from '../../platform/reason.js';
 import { caller } from '../../platform/route.js';
 import { iso, timestamp } from '../../platform/schemas.js';
 import { agentOr404 } from '../agents/agents.routes.js';
-import { audit } from '../audit/audit.js';
-import { appendEvidence } from '../evidence/chain.js';
+import { auditWithEvidence } from '../evidence/record.js';
 import { PRIVILEGE_CLASS } from '../shared/enums.js';
 import { actionIn, approvalSummary, idempotencyHeaders, STATES, submissionOut } from './actions.schemas.js';
 import { ActionsService, expireIfDue, type ActionRow } from './actions.service.js';
@@ -89,7 +88,7 @@ const denyClassOut = z.object({
 
 export async function gatewayRoutes(app: FastifyInstance): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const { db, clock, config, evidence } = app.deps;
+  const { db, clock, config } = app.deps;
   const service = new ActionsService(app);
   const cursors = new Cursors(config.sessionSecret);
 
@@ -255,10 +254,13 @@ export async function gatewayRoutes(app: FastifyInstance): Promise<void> {
         const open = approval && (approval.status === 'pending' || (approval.status === 'approved' && !approval.token_used_at));
         if (!approval || !open) throw new ApiError('conflict', `The action is ${action.state}; only an action awaiting approval or resubmission can be cancelled.`);
         await cancelApprovals(tx, [approval], now);
-        await audit(tx, req, p.orgId, { action: 'action.cancelled', targetType: 'action', targetId: action.id, details: { reason: req.body.reason } });
-        await appendEvidence(tx, evidence, p.orgId, [
-          { eventType: 'approval_cancelled', agentId: action.agent_id, actionRequestId: action.id, correlationId: req.id, payload: { approval_id: approval.id, reason: req.body.reason, actor_id: p.userId } },
-        ], now);
+        await auditWithEvidence(
+          tx,
+          req,
+          p.orgId,
+          { action: 'action.cancelled', targetType: 'action', targetId: action.id, details: { reason: req.body.reason } },
+          { eventType: 'approval_cancelled', agentId: action.agent_id, actionRequestId: action.id, payload: { approval_id: approval.id, reason: req.body.reason } },
+        );
         return toAction(await actionOr404(tx, p.orgId, action.id));
       });
     },
@@ -297,10 +299,13 @@ export async function gatewayRoutes(app: FastifyInstance): Promise<void> {
           })
           .returningAll()
           .executeTakeFirstOrThrow();
-        await audit(tx, req, p.orgId, { action: 'deny_class.added', targetType: 'deny_class_rule', targetId: rule.id, details: { privilege_class: rule.privilege_class, agent_id: rule.agent_id, reason: rule.reason } });
-        await appendEvidence(tx, evidence, p.orgId, [
-          { eventType: 'containment', agentId: rule.agent_id, correlationId: req.id, payload: { action: 'deny_class', rule_id: rule.id, privilege_class: rule.privilege_class, reason: rule.reason, actor_id: p.userId } },
-        ], now);
+        await auditWithEvidence(
+          tx,
+          req,
+          p.orgId,
+          { action: 'deny_class.added', targetType: 'deny_class_rule', targetId: rule.id, details: { privilege_class: rule.privilege_class, agent_id: rule.agent_id, reason: rule.reason } },
+          { eventType: 'containment', agentId: rule.agent_id, payload: { action: 'deny_class', rule_id: rule.id, privilege_class: rule.privilege_class, reason: rule.reason } },
+        );
         return toDenyClass(rule);
       });
     },
@@ -331,10 +336,13 @@ export async function gatewayRoutes(app: FastifyInstance): Promise<void> {
           .where('id', '=', rule.id)
           .returningAll()
           .executeTakeFirstOrThrow();
-        await audit(tx, req, p.orgId, { action: 'deny_class.lifted', targetType: 'deny_class_rule', targetId: rule.id, details: { reason: req.body.reason } });
-        await appendEvidence(tx, evidence, p.orgId, [
-          { eventType: 'containment', agentId: rule.agent_id, correlationId: req.id, payload: { action: 'deny_class_lifted', rule_id: rule.id, reason: req.body.reason, actor_id: p.userId } },
-        ], now);
+        await auditWithEvidence(
+          tx,
+          req,
+          p.orgId,
+          { action: 'deny_class.lifted', targetType: 'deny_class_rule', targetId: rule.id, details: { reason: req.body.reason } },
+          { eventType: 'containment', agentId: rule.agent_id, payload: { action: 'deny_class_lifted', rule_id: rule.id, reason: req.body.reason } },
+        );
         return toDenyClass(lifted);
       });
     },

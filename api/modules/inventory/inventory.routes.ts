@@ -10,7 +10,7 @@ import { reasonBody, requireConfirmation } from '../../platform/reason.js';
 import { caller } from '../../platform/route.js';
 import { isUniqueViolation } from '../../platform/schemas.js';
 import { audit } from '../audit/audit.js';
-import { appendEvidence } from '../evidence/chain.js';
+import { auditWithEvidence } from '../evidence/record.js';
 import { PRIVILEGE_CLASS } from '../shared/enums.js';
 import { checkReference, recordOr404, toCredential, toMcpServer, toModel, toResource, toTool } from './inventory.repository.js';
 import {
@@ -117,24 +117,14 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
           .where('id', '=', before.id)
           .returningAll()
           .executeTakeFirstOrThrow();
-        await audit(tx, req, p.orgId, {
-          action: 'mcp_server.trust_changed',
-          targetType: 'mcp_server',
-          targetId: before.id,
-          details: { reason: req.body.reason, trust_state: { from: before.trust_state, to: after.trust_state } },
-        });
-        await appendEvidence(tx, app.deps.evidence, p.orgId, [
-          {
-            eventType: 'mcp_trust_change',
-            correlationId: req.id,
-            payload: {
-              mcp_server_id: before.id,
-              reason: req.body.reason,
-              actor_id: p.userId,
-              trust_state: { from: before.trust_state, to: after.trust_state },
-            },
-          },
-        ], clock.now());
+        const trustState = { from: before.trust_state, to: after.trust_state };
+        await auditWithEvidence(
+          tx,
+          req,
+          p.orgId,
+          { action: 'mcp_server.trust_changed', targetType: 'mcp_server', targetId: before.id, details: { reason: req.body.reason, trust_state: trustState } },
+          { eventType: 'mcp_trust_change', payload: { mcp_server_id: before.id, reason: req.body.reason, trust_state: trustState } },
+        );
         const tools = await tx.selectFrom('tools').select('id').where('org_id', '=', p.orgId).where('mcp_server_id', '=', before.id).execute();
         return toMcpServer(after, tools.length);
       });

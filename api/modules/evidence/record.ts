@@ -1,0 +1,29 @@
+import type { FastifyRequest } from 'fastify';
+import type { Tx } from '../../db/database.js';
+import { audit } from '../audit/audit.js';
+import type { AuditEntry } from '../audit/audit.repository.js';
+import { appendEvidence, type EvidenceEvent } from './chain.js';
+
+type Entry = Pick<AuditEntry, 'action'> & Partial<Pick<AuditEntry, 'targetType' | 'targetId' | 'details'>>;
+
+/**
+ * A person's high-impact change (containment, trust, deny-class, cancellation) goes to the audit log
+ * and the evidence chain, in the change's own transaction, with the request's correlation ID and actor.
+ */
+export async function auditWithEvidence(
+  tx: Tx,
+  req: FastifyRequest,
+  orgId: string,
+  entry: Entry,
+  event: Omit<EvidenceEvent, 'correlationId'>,
+): Promise<void> {
+  await audit(tx, req, orgId, entry);
+  const { evidence, clock } = req.server.deps;
+  await appendEvidence(
+    tx,
+    evidence,
+    orgId,
+    [{ ...event, correlationId: req.id, payload: { ...event.payload, actor_id: req.principal?.userId ?? null } }],
+    clock.now(),
+  );
+}
