@@ -197,7 +197,7 @@ describe('users, roles, settings, notifications and audit', () => {
     it('starts at the defaults and changes within bounds, audited', async () => {
       const a = await onboardAdmin(t.app);
       expect((await a.client.get(api('/settings'))).json()).toEqual({
-        content_retention: 'redacted',
+        content_retention: 'redacted_excerpts',
         approval_ttl_seconds: 900,
         owners_count_as_self: false,
         version: 1,
@@ -209,7 +209,7 @@ describe('users, roles, settings, notifications and audit', () => {
       }
       const res = await a.client.patch(api('/settings'), { content_retention: 'metadata_only' }, { 'if-match': '3' });
       expect(res.json()).toEqual({ content_retention: 'metadata_only', approval_ttl_seconds: 86400, owners_count_as_self: false, version: 4 });
-      const stale = await a.client.patch(api('/settings'), { content_retention: 'full' }, { 'if-match': '3' });
+      const stale = await a.client.patch(api('/settings'), { content_retention: 'redacted_excerpts' }, { 'if-match': '3' });
       expect(stale.json().error.code).toBe('version_conflict');
       const audit = (await a.client.get(api('/audit?action=settings.updated'))).json().items;
       expect(audit).toHaveLength(3);

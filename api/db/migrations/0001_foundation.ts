@@ -21,7 +21,7 @@ export function foundation(runtimeRole: string) {
            name text not null,
            primary_region text not null,
            plan text not null default 'developer',
-           content_retention text not null default 'redacted',
+           content_retention text not null default 'redacted_excerpts',
            approval_ttl_seconds integer not null default 900
              check (approval_ttl_seconds between 60 and 86400),
            owners_count_as_self boolean not null default false,

@@ -295,7 +295,7 @@ export class ActionsService {
         trace: JSON.stringify(decision.trace),
         approvals_required: decision.approvalsRequired,
         execution_status: execution?.status ?? null,
-        output_redacted: execution ? JSON.stringify(redact(execution.output, org.content_retention === 'full' ? 'redacted' : org.content_retention)) : null,
+        output_redacted: execution ? JSON.stringify(redact(execution.output, org.content_retention)) : null,
         requested_by: who.requestedBy,
         correlation_id: who.correlationId,
         created_at: now,
@@ -381,7 +381,7 @@ export class ActionsService {
         reason_codes: decision.reasonCodes,
         trace: JSON.stringify(decision.trace),
         execution_status: execution?.status ?? null,
-        output_redacted: execution ? JSON.stringify(redact(execution.output, org.content_retention === 'full' ? 'redacted' : org.content_retention)) : null,
+        output_redacted: execution ? JSON.stringify(redact(execution.output, org.content_retention)) : null,
         executed_at: execution?.status === 'succeeded' ? now : null,
         updated_at: now,
       })

@@ -30,15 +30,15 @@ export const SAMPLE_EXECUTORS: Record<string, Executor> = {
 const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g;
 
 /**
- * What leaves Tollgate or is stored of parameters and output: secrets masked always, email addresses
- * masked unless the organisation keeps content in full; nothing at all under metadata_only.
+ * What leaves Tollgate or is stored of parameters and output: under redacted_excerpts, secrets and email
+ * addresses masked; under metadata_only, nothing at all.
  */
 export function redact(value: unknown, retention: string): unknown {
   if (retention === 'metadata_only') return value === undefined || value === null ? null : { redacted: 'metadata_only' };
   const secretPaths = new Set(findSecrets(value).map((f) => f.path));
   const walk = (v: unknown, path: string): unknown => {
     if (secretPaths.has(path)) return '[redacted:secret]';
-    if (typeof v === 'string') return retention === 'full' ? v : v.replace(EMAIL, '[redacted:email]');
+    if (typeof v === 'string') return v.replace(EMAIL, '[redacted:email]');
     if (Array.isArray(v)) return v.map((x, i) => walk(x, `${path}[${i}]`));
     if (v !== null && typeof v === 'object') {
       return Object.fromEntries(

@@ -98,7 +98,7 @@ export async function loadDecisionState(tx: Tx, orgId: string, agentId: string, 
           dataClassification: r.agent.data_classification,
         }
       : undefined,
-    contentRetention: r.agent?.content_retention ?? 'redacted',
+    contentRetention: r.agent?.content_retention ?? 'redacted_excerpts',
     approvalTtlSeconds: r.agent?.approval_ttl_seconds ?? 900,
     tool: tool ? { builtin: tool.builtin, credentialRefId: tool.credential_ref_id } : undefined,
     snapshot: {

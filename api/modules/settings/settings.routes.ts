@@ -8,8 +8,8 @@ import { caller } from '../../platform/route.js';
 import { getOrganisation, type OrganisationRow } from '../tenants/tenants.repository.js';
 import { updateOrganisation } from '../tenants/tenants.service.js';
 
-/** How much of an action's parameters and output Tollgate keeps (docs/decisions.md). */
-export const CONTENT_RETENTION = ['full', 'redacted', 'metadata_only'] as const;
+/** How much of an action's parameters and output Tollgate keeps (spec: Shared enumerations; docs/decisions.md). */
+export const CONTENT_RETENTION = ['metadata_only', 'redacted_excerpts'] as const;
 
 const settingsOut = z.object({
   content_retention: z.enum(CONTENT_RETENTION),

@@ -127,6 +127,9 @@ export async function usersRoutes(app: FastifyInstance): Promise<void> {
       const now = clock.now();
       const { roles, status, display_name } = req.body;
       const updated = await inScope(db, { orgId: p.orgId }, async (tx) => {
+        // Membership changes of one organisation run one at a time, so two administrators stepping
+        // down together cannot both pass the last-administrator check.
+        await getOrganisation(tx, p.orgId, true);
         const before = await tx
           .selectFrom('memberships')
           .select(['roles', 'status', 'display_name', 'version'])
