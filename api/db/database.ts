@@ -68,7 +68,12 @@ async function openEmbedded(config: Config): Promise<Kysely<DB>> {
 export async function openDatabase(config: Config): Promise<Database> {
   if (config.databaseUrl) {
     const db = postgres(config.databaseUrl, config.poolMax);
-    await assertRuntimeRole(db);
+    try {
+      await assertRuntimeRole(db);
+    } catch (err) {
+      await db.destroy();
+      throw err;
+    }
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
   const db = await openEmbedded(config);

@@ -4,6 +4,17 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g;
 const scrub = (s: unknown) => (typeof s === 'string' ? s.replace(EMAIL, '[email]') : s);
 
+/** A request path as logged: percent-decoded, then email addresses masked (ids in paths may be emails). */
+function scrubPath(path: string): string {
+  let decoded = path;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    // a malformed escape: mask what is there
+  }
+  return decoded.replace(EMAIL, '[email]');
+}
+
 /**
  * pino JSON logs with secrets and personal data redacted. Request logs carry the path without its
  * query string (queries may hold emails or names); errors lose driver details that can echo values.
@@ -32,7 +43,7 @@ export function loggerOptions(level: string): LoggerOptions {
     serializers: {
       req: (req: FastifyRequest) => ({
         method: req.method,
-        path: req.url.split('?')[0],
+        path: scrubPath(req.url.split('?')[0] ?? ''),
         route: req.routeOptions?.url,
       }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),

@@ -43,7 +43,10 @@ export class Cursors {
     if (!body || !sig || rest.length > 0) throw new ApiError('invalid_cursor');
     const given = Buffer.from(sig, 'base64url');
     const expected = this.mac(scope, body);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new ApiError('invalid_cursor');
+    // Re-encoding rejects strings that differ only in the unused bits of the last character.
+    if (given.length !== expected.length || given.toString('base64url') !== sig || !timingSafeEqual(given, expected)) {
+      throw new ApiError('invalid_cursor');
+    }
     try {
       return positionSchema.parse(JSON.parse(Buffer.from(body, 'base64url').toString('utf8')));
     } catch {

@@ -21,6 +21,9 @@ export async function registerTracing(app: FastifyInstance, config: Config): Pro
   provider.register();
   const instrumentation = new FastifyOtelInstrumentation({
     ignorePaths: (opts: { url: string }) => HEALTH_PATHS.has(opts.url.split('?')[0] ?? ''),
+    // Query strings can hold personal data (GET /users?q=<email>): spans carry the path only.
+    requestHook: (span: { setAttribute(k: string, v: string): unknown }, req: { url: string }) =>
+      span.setAttribute('url.path', req.url.split('?')[0] ?? ''),
   });
   instrumentation.setTracerProvider(provider);
   await app.register(instrumentation.plugin());
