@@ -1,119 +1,341 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DEV_TOKEN_SIGNING_SEED } from '../../api/config.js';
 import { freshDatabase } from '../support/harness.js';
+import { OWNER_ROLE, RUNTIME_ROLE, withDatabase } from '../support/pg-urls.js';
 import { freePort } from '../support/postgres-cluster.js';
 import { spawnTollgate, stop, waitForHttp } from '../support/processes.js';
 
-type Proc = ReturnType<typeof spawnTollgate>;
+/** `tollgate <args>` from source, with stdout and stderr kept apart. */
+type Proc = ReturnType<typeof spawnTollgate> & { stdout_: () => string; stderr_: () => string };
+
 const running: Proc[] = [];
 const dirs: string[] = [];
+const drops: Array<() => Promise<void>> = [];
 
 function run(args: string[], env: Record<string, string>): Proc {
-  const p = spawnTollgate(args, env);
+  const child = spawnTollgate(args, env);
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const p = Object.assign(child, { stdout_: () => out, stderr_: () => err });
   running.push(p);
   return p;
 }
-const exited = (p: Proc) =>
-  new Promise<number>((resolve) => (p.exitCode !== null ? resolve(p.exitCode) : p.once('exit', (c) => resolve(c ?? -1))));
-const tempDir = () => {
+
+/** The exit code, or a failure when the process is still running after timeoutMs. */
+function exitCode(p: Proc, timeoutMs = 20_000): Promise<number> {
+  return new Promise((resolve, reject) => {
+    if (p.exitCode !== null) return resolve(p.exitCode);
+    const timer = setTimeout(
+      () => reject(new Error(`still running after ${timeoutMs} ms: ${p.output()}`)),
+      timeoutMs,
+    );
+    p.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve(code ?? (signal ? 128 : -1));
+    });
+  });
+}
+
+function tempDir(): string {
   const d = mkdtempSync(path.join(tmpdir(), 'tollgate-cli-'));
   dirs.push(d);
   return d;
+}
+
+async function isListening(port: number): Promise<boolean> {
+  try {
+    await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2000) });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** An empty database owned by the schema owner (nothing migrated). */
+async function emptyDatabase(): Promise<{ ownerUrl: string; runtimeUrl: string; tables(): Promise<string[]> }> {
+  const adminUrl = inject('pgAdminUrl');
+  const name = `cli_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name} owner ${OWNER_ROLE}`);
+  } finally {
+    await admin.end();
+  }
+  drops.push(async () => {
+    const c = new pg.Client({ connectionString: adminUrl });
+    await c.connect();
+    try {
+      await c.query(`drop database if exists ${name} with (force)`);
+    } finally {
+      await c.end();
+    }
+  });
+  const ownerUrl = withDatabase(adminUrl, name, OWNER_ROLE);
+  return {
+    ownerUrl,
+    runtimeUrl: withDatabase(adminUrl, name, RUNTIME_ROLE),
+    async tables() {
+      const c = new pg.Client({ connectionString: ownerUrl });
+      await c.connect();
+      try {
+        const { rows } = await c.query<{ tablename: string }>(
+          "select tablename from pg_tables where schemaname = 'public' order by tablename",
+        );
+        return rows.map((r) => r.tablename);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+/** A small HTTP client over fetch with a cookie jar and the CSRF header, like a browser. */
+class HttpClient {
+  private readonly jar = new Map<string, string>();
+  constructor(private readonly base: string) {}
+
+  async request(method: string, p: string, body?: unknown): Promise<{ status: number; json: any }> {
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (this.jar.size > 0) headers.cookie = [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const csrf = this.jar.get('tollgate_csrf');
+    if (method !== 'GET' && csrf) headers['x-csrf-token'] = csrf;
+    const res = await fetch(`${this.base}${p}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(10_000),
+    });
+    for (const c of res.headers.getSetCookie()) {
+      const [pair] = c.split(';');
+      const i = pair!.indexOf('=');
+      const name = pair!.slice(0, i).trim();
+      const value = pair!.slice(i + 1).trim();
+      if (value === '' || /max-age=0/i.test(c)) this.jar.delete(name);
+      else this.jar.set(name, value);
+    }
+    const text = await res.text();
+    return { status: res.status, json: text ? JSON.parse(text) : undefined };
+  }
+  get(p: string) {
+    return this.request('GET', p);
+  }
+  post(p: string, body: unknown) {
+    return this.request('POST', p, body);
+  }
+}
+
+/** Every condition safe except what a test changes; DATABASE_URL is set per test. */
+const SAFE_PRODUCTION: Record<string, string> = {
+  ENVIRONMENT: 'production',
+  DEV_LOGIN_ENABLED: 'false',
+  TOKEN_SIGNING_SEED: 'k9Vq2rT7xLm4Pz8sWc3Nd6Hb1Yf5Gj0A',
+  SECRET_PEPPER: 'Qe7Rt2Yu9Io4Pa6Sd1Fg8Hj3Kl5Zx0Cv',
+  SESSION_SECRET: 'Mn3Bv8Cx1Zl6Kj4Hg9Fd2Sa7Po5Iu0Yt',
+  SESSION_COOKIE_SECURE: 'true',
+  OIDC_ISSUER: 'https://id.example.com/realms/tollgate',
+  OIDC_CLIENT_ID: 'tollgate-api',
+  OIDC_CLIENT_SECRET: 'oidc-client-secret-7f3a9c',
+  EMAIL_BACKEND: 'smtp',
+  SMTP_HOST: 'smtp.example.com',
+  SMTP_USERNAME: 'tollgate-mailer',
+  SMTP_PASSWORD: 'smtp-password-2b8e1d',
+  SMTP_STARTTLS: 'true',
+  LOG_LEVEL: 'warn',
 };
 
+let db: Awaited<ReturnType<typeof freshDatabase>>;
+
+beforeAll(async () => {
+  db = await freshDatabase();
+});
 afterEach(async () => {
   await Promise.all(running.splice(0).map(stop));
 });
-afterAll(() => {
+afterAll(async () => {
+  await Promise.all(running.splice(0).map(stop));
+  for (const drop of drops.splice(0)) await drop();
+  await db?.drop();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-const UNSAFE_PRODUCTION = {
-  ENVIRONMENT: 'production',
-  DATABASE_URL: 'postgres://tollgate_app@127.0.0.1:1/tollgate',
-  DEV_LOGIN_ENABLED: 'true',
-};
-
-describe('tollgate', () => {
-  it('help lists the commands; an unknown command exits 2', async () => {
-    const help = run(['help'], {});
-    expect(await exited(help)).toBe(0);
-    expect(help.output()).toMatch(/api\s+start the central API/);
-    expect(help.output()).toMatch(/migrate\s+apply database migrations/);
-    const unknown = run(['frobnicate'], {});
-    expect(await exited(unknown)).toBe(2);
-    expect(unknown.output()).toContain('unknown command "frobnicate"');
+describe('tollgate help', () => {
+  it('exits 0 listing the api and migrate commands', async () => {
+    const p = run(['help'], {});
+    expect(await exitCode(p)).toBe(0);
+    expect(p.stdout_()).toMatch(/^\s+api\s+\S/m);
+    expect(p.stdout_()).toMatch(/^\s+migrate\s+\S/m);
   });
 
-  it.each([['api'], ['migrate']])('%s refuses to start in production with an unsafe setting, naming it', async (cmd) => {
+  it('an unknown command exits 2 naming it', async () => {
+    const p = run(['frobnicate'], {});
+    expect(await exitCode(p)).toBe(2);
+    expect(p.stderr_()).toContain('frobnicate');
+  });
+});
+
+describe('production guard at start', () => {
+  it('control: the safe production environment starts and serves, with development sign-in refused', async () => {
     const port = await freePort();
-    const p = run([cmd], { ...UNSAFE_PRODUCTION, PORT: String(port) });
-    expect(await exited(p)).toBe(78);
-    expect(p.output()).toContain(`tollgate ${cmd}: refusing to start`);
-    expect(p.output()).toContain('DEV_LOGIN_ENABLED');
-    await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
-  });
+    const p = run(['api'], { ...SAFE_PRODUCTION, DATABASE_URL: db.runtimeUrl, PORT: String(port) });
+    await waitForHttp(`http://127.0.0.1:${port}/readyz`, 60_000, p);
+    const login = await new HttpClient(`http://127.0.0.1:${port}/api/v1`).post('/auth/dev-login', {
+      email: 'someone@example.com',
+    });
+    expect(login.status).toBe(404);
+  }, 90_000);
 
-  it('migrate applies nothing to an up-to-date database, and needs a database URL', async () => {
-    const db = await freshDatabase();
-    try {
-      const p = run(['migrate'], { MIGRATION_DATABASE_URL: db.ownerUrl });
-      expect(await exited(p)).toBe(0);
-      expect(p.output()).toContain('database is up to date');
-    } finally {
-      await db.drop();
+  // Each row: one unsafe setting on top of the safe production environment, and the variable named.
+  it.each<[string, Record<string, string>, string]>([
+    ['development sign-in on', { DEV_LOGIN_ENABLED: 'true' }, 'DEV_LOGIN_ENABLED'],
+    ['secure cookies off', { SESSION_COOKIE_SECURE: 'false' }, 'SESSION_COOKIE_SECURE'],
+    ['CORS origin *', { CORS_ALLOWED_ORIGINS: '*' }, 'CORS_ALLOWED_ORIGINS'],
+    ['in-memory email', { EMAIL_BACKEND: 'memory' }, 'EMAIL_BACKEND'],
+    ['no DATABASE_URL (the embedded database)', { DATABASE_URL: '' }, 'DATABASE_URL'],
+  ])('api refuses with %s: exits 78 within seconds, names the setting, listens on nothing', async (_n, change, variable) => {
+    const port = await freePort();
+    const env = { ...SAFE_PRODUCTION, DATABASE_URL: db.runtimeUrl, DATA_DIR: path.join(tempDir(), 'data'), PORT: String(port), ...change };
+    const started = Date.now();
+    const p = run(['api'], env);
+    expect(await exitCode(p, 20_000)).toBe(78);
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(p.stderr_()).toContain('tollgate api: refusing to start');
+    expect(p.stderr_()).toContain(variable);
+    expect(await isListening(port)).toBe(false);
+    // The embedded database was not opened either.
+    expect(existsSync(env.DATA_DIR)).toBe(false);
+  }, 30_000);
+
+  it('api does not echo secret values in its refusal', async () => {
+    const secret = 'short-auth-events-secret';
+    const p = run(['api'], { ...SAFE_PRODUCTION, DATABASE_URL: db.runtimeUrl, AUTH_EVENTS_SECRET: secret, PORT: String(await freePort()) });
+    expect(await exitCode(p)).toBe(78);
+    expect(p.stderr_()).toContain('AUTH_EVENTS_SECRET');
+    for (const value of [secret, SAFE_PRODUCTION.SMTP_PASSWORD!, SAFE_PRODUCTION.OIDC_CLIENT_SECRET!, 'tollgate-test']) {
+      expect(p.output()).not.toContain(value);
     }
-    const none = run(['migrate'], {});
-    expect(await exited(none)).toBe(78);
-    expect(none.output()).toContain('MIGRATION_DATABASE_URL');
   });
 
-  it('api refuses to serve as the schema owner', async () => {
-    const db = await freshDatabase();
-    try {
-      const p = run(['api'], { DATABASE_URL: db.ownerUrl, PORT: String(await freePort()) });
-      expect(await exited(p)).toBe(1);
-      expect(p.output()).toContain('runtime role that owns nothing');
-    } finally {
-      await db.drop();
-    }
-  });
+  it.each<[string, Record<string, string>, string]>([
+    ['development sign-in on', { DEV_LOGIN_ENABLED: 'true' }, 'DEV_LOGIN_ENABLED'],
+    ['the development signing seed', { TOKEN_SIGNING_SEED: DEV_TOKEN_SIGNING_SEED }, 'TOKEN_SIGNING_SEED'],
+    ['SMTP without STARTTLS', { SMTP_STARTTLS: 'false' }, 'SMTP_STARTTLS'],
+  ])('migrate refuses with %s: exits 78, names the setting, touches no database', async (_n, change, variable) => {
+    const empty = await emptyDatabase();
+    const env = { ...SAFE_PRODUCTION, DATABASE_URL: empty.runtimeUrl, MIGRATION_DATABASE_URL: empty.ownerUrl, ...change };
+    const p = run(['migrate'], env);
+    expect(await exitCode(p)).toBe(78);
+    expect(p.stderr_()).toContain('tollgate migrate: refusing to start');
+    expect(p.stderr_()).toContain(variable);
+    expect(await empty.tables()).toEqual([]);
+  }, 30_000);
+});
 
-  it('api serves on PostgreSQL as the runtime role', async () => {
-    const db = await freshDatabase();
-    try {
+describe('tollgate migrate', () => {
+  it('reports an already migrated database as up to date and exits 0', async () => {
+    const p = run(['migrate'], { MIGRATION_DATABASE_URL: db.ownerUrl });
+    expect(await exitCode(p, 30_000)).toBe(0);
+    expect(p.stdout_()).toContain('up to date');
+    expect(p.stdout_()).not.toContain('applied');
+  }, 40_000);
+
+  it('migrates an empty database as the schema owner, then reports it up to date', async () => {
+    const empty = await emptyDatabase();
+    const first = run(['migrate'], { MIGRATION_DATABASE_URL: empty.ownerUrl });
+    expect(await exitCode(first, 30_000)).toBe(0);
+    expect(first.stdout_()).toMatch(/applied: .*0001_foundation/);
+    expect(await empty.tables()).toEqual(expect.arrayContaining(['organisations', 'users', 'memberships', 'audit_events']));
+    const again = run(['migrate'], { MIGRATION_DATABASE_URL: empty.ownerUrl });
+    expect(await exitCode(again, 30_000)).toBe(0);
+    expect(again.stdout_()).toContain('up to date');
+  }, 60_000);
+
+  it('works in production with every setting safe', async () => {
+    const p = run(['migrate'], { ...SAFE_PRODUCTION, DATABASE_URL: db.runtimeUrl, MIGRATION_DATABASE_URL: db.ownerUrl });
+    expect(await exitCode(p, 30_000)).toBe(0);
+    expect(p.stdout_()).toContain('up to date');
+  }, 40_000);
+
+  it('without any database URL exits non-zero with a message naming the setting', async () => {
+    const p = run(['migrate'], {});
+    const code = await exitCode(p);
+    expect(code).not.toBe(0);
+    expect(p.stderr_()).toContain('MIGRATION_DATABASE_URL');
+  });
+});
+
+describe('tollgate api', () => {
+  it('refuses to start as the schema owner, with a message, listening on nothing', async () => {
+    const port = await freePort();
+    const p = run(['api'], { DATABASE_URL: db.ownerUrl, PORT: String(port) });
+    const code = await exitCode(p, 30_000);
+    expect(code).not.toBe(0);
+    expect(p.stderr_()).toMatch(/runtime role that owns nothing/);
+    expect(p.stderr_()).toContain('tollgate_owner');
+    // The connection URL's password is not printed.
+    expect(p.output()).not.toContain('tollgate-test');
+    expect(await isListening(port)).toBe(false);
+  }, 40_000);
+
+  it('serves on PostgreSQL as the runtime role', async () => {
+    const port = await freePort();
+    const p = run(['api'], { DATABASE_URL: db.runtimeUrl, PORT: String(port) });
+    await waitForHttp(`http://127.0.0.1:${port}/readyz`, 60_000, p);
+    expect(await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()).toEqual({ status: 'ready' });
+  }, 90_000);
+
+  it(
+    'on the embedded database: serves within 60 s, signs in the demo administrator, keeps data across a restart',
+    async () => {
+      const dataDir = path.join(tempDir(), 'data');
       const port = await freePort();
-      const p = run(['api'], { DATABASE_URL: db.runtimeUrl, PORT: String(port) });
-      await waitForHttp(`http://127.0.0.1:${port}/readyz`, 60_000, p);
-      await stop(p);
-    } finally {
-      await db.drop();
-    }
-  });
+      const env = { DATA_DIR: dataDir, SEED_DEMO: 'true', PORT: String(port) };
+      const base = `http://127.0.0.1:${port}/api/v1`;
 
-  it('api on the embedded database starts with the demo organisation and keeps its data across restarts', async () => {
-    const env = { DATA_DIR: path.join(tempDir(), 'data'), SEED_DEMO: 'true', PORT: String(await freePort()) };
-    const base = `http://127.0.0.1:${env.PORT}/api/v1`;
-    const login = (email: string) =>
-      fetch(`${base}/auth/dev-login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email }),
-      }).then((r) => r.json() as Promise<{ status: string; tenant: { slug: string } | null }>);
+      let p = run(['api'], env);
+      const startMs = await waitForHttp(`http://127.0.0.1:${port}/healthz`, 60_000, p);
+      expect(startMs).toBeLessThan(60_000);
+      expect(existsSync(path.join(dataDir, 'pgdata'))).toBe(true);
 
-    let p = run(['api'], env);
-    const startMs = await waitForHttp(`http://127.0.0.1:${env.PORT}/healthz`, 60_000, p);
-    expect(startMs).toBeLessThan(60_000);
-    expect(await login('admin@demo.example')).toMatchObject({ status: 'signed_in', tenant: { slug: 'demo' } });
-    expect((await login('someone.new@example.com')).status).toBe('onboarding');
-    await stop(p);
+      const admin = new HttpClient(base);
+      const login = await admin.post('/auth/dev-login', { email: 'admin@demo.example' });
+      expect(login.status).toBe(200);
+      expect(login.json).toMatchObject({ status: 'signed_in', user: { email: 'admin@demo.example' }, tenant: { slug: 'demo' } });
+      const added = await admin.post('/users', { email: 'kept@example.com', display_name: 'Kept Person', roles: ['approver'] });
+      expect(added.status).toBe(201);
 
-    p = run(['api'], env);
-    await waitForHttp(`http://127.0.0.1:${env.PORT}/healthz`, 60_000, p);
-    // Seeding again is harmless, and the organisation is still there.
-    expect(await login('admin@demo.example')).toMatchObject({ status: 'signed_in', tenant: { slug: 'demo' } });
-    expect(p.output()).toContain('tollgate api ready');
-  });
+      // A clean stop on SIGTERM.
+      const exit = exitCode(p, 15_000);
+      p.kill('SIGTERM');
+      expect(await exit).toBe(0);
+      expect(await isListening(port)).toBe(false);
+
+      // Restart on the same DATA_DIR, as `make run` does again (seeding twice is harmless).
+      p = run(['api'], env);
+      await waitForHttp(`http://127.0.0.1:${port}/healthz`, 60_000, p);
+      expect(p.stderr_()).not.toContain('demo organisation not created');
+
+      const again = new HttpClient(base);
+      const relogin = await again.post('/auth/dev-login', { email: 'admin@demo.example' });
+      expect(relogin.json).toMatchObject({ status: 'signed_in', tenant: { slug: 'demo', id: login.json.tenant.id } });
+      const users = await again.get('/users');
+      expect(users.status).toBe(200);
+      const kept = users.json.items.find((u: { email: string }) => u.email === 'kept@example.com');
+      expect(kept).toMatchObject({ id: added.json.id, roles: ['approver'], status: 'active' });
+      expect(users.json.items.map((u: { email: string }) => u.email).sort()).toEqual(['admin@demo.example', 'kept@example.com']);
+
+      // The person created before the restart is still a member: they sign straight into the demo organisation.
+      const member = await new HttpClient(base).post('/auth/dev-login', { email: 'kept@example.com' });
+      expect(member.json).toMatchObject({ status: 'signed_in', user: { id: added.json.id }, tenant: { slug: 'demo' } });
+    },
+    180_000,
+  );
 });

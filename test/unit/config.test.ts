@@ -9,123 +9,232 @@ import {
   productionProblems,
 } from '../../api/config.js';
 
-/** A production environment with every setting of the Operational contract safe. */
+type Env = Record<string, string | undefined>;
+
+/** A production environment in which every condition of the spec's Operational contract is safe. */
 const SAFE: Record<string, string> = {
   ENVIRONMENT: 'production',
-  DATABASE_URL: 'postgres://tollgate_app:pw@db:5432/tollgate',
+  DATABASE_URL: 'postgres://tollgate_app:runtime-pw@db.internal:5432/tollgate',
   DEV_LOGIN_ENABLED: 'false',
-  TOKEN_SIGNING_SEED: 'a-real-signing-seed-0123456789abcdef',
-  SECRET_PEPPER: 'a-real-secret-pepper-0123456789abcdef',
-  SESSION_SECRET: 'a-real-session-secret-0123456789abcd',
+  TOKEN_SIGNING_SEED: 'k9Vq2rT7xLm4Pz8sWc3Nd6Hb1Yf5Gj0A',
+  SECRET_PEPPER: 'Qe7Rt2Yu9Io4Pa6Sd1Fg8Hj3Kl5Zx0Cv',
+  SESSION_SECRET: 'Mn3Bv8Cx1Zl6Kj4Hg9Fd2Sa7Po5Iu0Yt',
   SESSION_COOKIE_SECURE: 'true',
-  CORS_ALLOWED_ORIGINS: 'https://portal.example.com',
-  OIDC_ISSUER: 'https://id.example.com',
-  OIDC_CLIENT_ID: 'tollgate',
-  OIDC_CLIENT_SECRET: 'oidc-secret',
+  CORS_ALLOWED_ORIGINS: 'https://portal.example.com,https://admin.example.com',
+  OIDC_ISSUER: 'https://id.example.com/realms/tollgate',
+  OIDC_CLIENT_ID: 'tollgate-api',
+  OIDC_CLIENT_SECRET: 'oidc-client-secret-7f3a9c',
   EMAIL_BACKEND: 'smtp',
   SMTP_HOST: 'smtp.example.com',
-  SMTP_USERNAME: 'tollgate',
-  SMTP_PASSWORD: 'smtp-secret',
+  SMTP_USERNAME: 'tollgate-mailer',
+  SMTP_PASSWORD: 'smtp-password-2b8e1d',
   SMTP_STARTTLS: 'true',
 };
 
-function refusal(env: Record<string, string | undefined>): string {
+/** The refusal loadCheckedConfig throws for env; fails the test when the configuration is accepted. */
+function refusal(env: Env): ConfigError {
+  let caught: unknown;
   try {
     loadCheckedConfig(env);
   } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as Error).message;
+    caught = err;
   }
-  throw new Error('the configuration was accepted');
+  expect(caught, 'the production guard accepted an unsafe configuration').toBeInstanceOf(ConfigError);
+  return caught as ConfigError;
 }
 
-describe('production guard (spec: Operational contract)', () => {
-  it('accepts a safe production configuration', () => {
+describe('production guard: the spec\'s Operational contract', () => {
+  it('a fully safe production environment has no problems and starts', () => {
     expect(productionProblems(loadConfig(SAFE))).toEqual([]);
-    expect(() => loadCheckedConfig(SAFE)).not.toThrow();
+    const config = loadCheckedConfig(SAFE);
+    expect(config.environment).toBe('production');
+    expect(config.devLoginEnabled).toBe(false);
+    expect(config.cookieSecure).toBe(true);
+    expect(config.email.backend).toBe('smtp');
   });
 
-  // One row per condition: the change that makes it unsafe, and the variable the message must name.
-  it.each<[string, Record<string, string | undefined>, string]>([
-    ['development sign-in enabled', { DEV_LOGIN_ENABLED: 'true' }, 'DEV_LOGIN_ENABLED'],
-    ['signing seed keeps its development value', { TOKEN_SIGNING_SEED: DEV_TOKEN_SIGNING_SEED }, 'TOKEN_SIGNING_SEED'],
-    ['signing seed left unset', { TOKEN_SIGNING_SEED: undefined }, 'TOKEN_SIGNING_SEED'],
-    ['secret pepper keeps its development value', { SECRET_PEPPER: DEV_SECRET_PEPPER }, 'SECRET_PEPPER'],
-    ['session secret keeps its development value', { SESSION_SECRET: DEV_SESSION_SECRET }, 'SESSION_SECRET'],
-    ['secure session cookies off', { SESSION_COOKIE_SECURE: 'false' }, 'SESSION_COOKIE_SECURE'],
-    ['CORS origins contain *', { CORS_ALLOWED_ORIGINS: 'https://a.example.com,*' }, 'CORS_ALLOWED_ORIGINS'],
-    ['read-only fail-open without acknowledgement', { READONLY_FAIL_OPEN: 'true' }, 'READONLY_FAIL_OPEN'],
-    ['OIDC issuer missing', { OIDC_ISSUER: undefined }, 'OIDC_ISSUER'],
-    ['OIDC client ID missing', { OIDC_CLIENT_ID: '' }, 'OIDC_CLIENT_ID'],
-    ['OIDC client secret missing', { OIDC_CLIENT_SECRET: undefined }, 'OIDC_CLIENT_SECRET'],
-    ['SMTP without host', { SMTP_HOST: undefined }, 'SMTP_HOST'],
-    ['SMTP without username', { SMTP_USERNAME: undefined }, 'SMTP_USERNAME'],
-    ['SMTP without password', { SMTP_PASSWORD: undefined }, 'SMTP_PASSWORD'],
+  // One row per condition: what changes from the safe environment, and the variable the refusal must name.
+  it.each<[string, Env, string]>([
+    ['development sign-in is enabled', { DEV_LOGIN_ENABLED: 'true' }, 'DEV_LOGIN_ENABLED'],
+    ['development sign-in is enabled (1)', { DEV_LOGIN_ENABLED: '1' }, 'DEV_LOGIN_ENABLED'],
+    ['the signing seed keeps its development value', { TOKEN_SIGNING_SEED: DEV_TOKEN_SIGNING_SEED }, 'TOKEN_SIGNING_SEED'],
+    ['the signing seed is unset (development default)', { TOKEN_SIGNING_SEED: undefined }, 'TOKEN_SIGNING_SEED'],
+    ['the secret pepper keeps its development value', { SECRET_PEPPER: DEV_SECRET_PEPPER }, 'SECRET_PEPPER'],
+    ['the secret pepper is unset (development default)', { SECRET_PEPPER: undefined }, 'SECRET_PEPPER'],
+    ['the session secret keeps its development value', { SESSION_SECRET: DEV_SESSION_SECRET }, 'SESSION_SECRET'],
+    ['the session secret is unset (development default)', { SESSION_SECRET: undefined }, 'SESSION_SECRET'],
+    ['secure session cookies are off', { SESSION_COOKIE_SECURE: 'false' }, 'SESSION_COOKIE_SECURE'],
+    ['CORS origins are *', { CORS_ALLOWED_ORIGINS: '*' }, 'CORS_ALLOWED_ORIGINS'],
+    ['CORS origins contain * among others', { CORS_ALLOWED_ORIGINS: 'https://portal.example.com, *' }, 'CORS_ALLOWED_ORIGINS'],
+    ['read-only fail-open without its acknowledgement', { READONLY_FAIL_OPEN: 'true' }, 'READONLY_FAIL_OPEN'],
+    [
+      'read-only fail-open with the acknowledgement false',
+      { READONLY_FAIL_OPEN: 'true', READONLY_FAIL_OPEN_ACK: 'false' },
+      'READONLY_FAIL_OPEN',
+    ],
+    ['the OIDC issuer is missing', { OIDC_ISSUER: undefined }, 'OIDC_ISSUER'],
+    ['the OIDC issuer is blank', { OIDC_ISSUER: '  ' }, 'OIDC_ISSUER'],
+    ['the OIDC client ID is missing', { OIDC_CLIENT_ID: undefined }, 'OIDC_CLIENT_ID'],
+    ['the OIDC client secret is missing', { OIDC_CLIENT_SECRET: undefined }, 'OIDC_CLIENT_SECRET'],
+    ['SMTP without a host', { SMTP_HOST: undefined }, 'SMTP_HOST'],
+    ['SMTP with a blank host', { SMTP_HOST: ' ' }, 'SMTP_HOST'],
+    ['SMTP without a username', { SMTP_USERNAME: undefined }, 'SMTP_USERNAME'],
+    ['SMTP without a password', { SMTP_PASSWORD: undefined }, 'SMTP_PASSWORD'],
     ['SMTP without STARTTLS', { SMTP_STARTTLS: 'false' }, 'SMTP_STARTTLS'],
-    ['in-memory email backend', { EMAIL_BACKEND: 'memory' }, 'EMAIL_BACKEND'],
-    ['sign-up without its client secret', { SIGNUP_ENABLED: 'true' }, 'SIGNUP_CLIENT_SECRET'],
-    ['sign-up without SMTP', { SIGNUP_ENABLED: 'true', SIGNUP_CLIENT_SECRET: 's', EMAIL_BACKEND: 'none' }, 'SIGNUP_ENABLED'],
-    ['auth-events secret shorter than 32', { AUTH_EVENTS_SECRET: 'x'.repeat(31) }, 'AUTH_EVENTS_SECRET'],
-    ['embedded database', { DATABASE_URL: undefined }, 'DATABASE_URL'],
-  ])('refuses: %s', (_name, change, variable) => {
-    const message = refusal({ ...SAFE, ...change });
-    expect(message).toContain('ENVIRONMENT=production refuses');
-    expect(message).toContain(variable);
+    ['the in-memory email backend', { EMAIL_BACKEND: 'memory' }, 'EMAIL_BACKEND'],
+    ['self-service sign-up without its client secret', { SIGNUP_ENABLED: 'true' }, 'SIGNUP_CLIENT_SECRET'],
+    [
+      'self-service sign-up with a non-SMTP email backend',
+      { SIGNUP_ENABLED: 'true', SIGNUP_CLIENT_SECRET: 'signup-client-secret-91ac', EMAIL_BACKEND: 'none' },
+      'SIGNUP_ENABLED',
+    ],
+    ['an auth-events secret of 31 characters', { AUTH_EVENTS_SECRET: 'a'.repeat(31) }, 'AUTH_EVENTS_SECRET'],
+    ['an auth-events secret of 1 character', { AUTH_EVENTS_SECRET: 'a' }, 'AUTH_EVENTS_SECRET'],
+    ['DATABASE_URL is missing (the embedded database)', { DATABASE_URL: undefined }, 'DATABASE_URL'],
+  ])('refuses when %s, naming the variable', (_condition, change, variable) => {
+    const env = { ...SAFE, ...change };
+    const err = refusal(env);
+    expect(err.message).toContain(variable);
+    // Only the changed setting is unsafe, so the guard reports exactly one problem, and it is this one.
+    expect(err.problems).toHaveLength(1);
+    expect(err.problems[0]).toContain(variable);
+    expect(productionProblems(loadConfig(env))).toHaveLength(1);
   });
 
-  it.each<[string, Record<string, string>]>([
+  it.each<[string, Env]>([
     ['read-only fail-open with its acknowledgement', { READONLY_FAIL_OPEN: 'true', READONLY_FAIL_OPEN_ACK: 'true' }],
-    ['auth-events secret of 32 characters', { AUTH_EVENTS_SECRET: 'x'.repeat(32) }],
-    ['sign-up with its secret and SMTP', { SIGNUP_ENABLED: 'true', SIGNUP_CLIENT_SECRET: 'signup-secret' }],
-  ])('accepts: %s', (_name, change) => {
-    expect(productionProblems(loadConfig({ ...SAFE, ...change }))).toEqual([]);
+    ['an auth-events secret of exactly 32 characters', { AUTH_EVENTS_SECRET: 'a'.repeat(32) }],
+    ['an auth-events secret longer than 32 characters', { AUTH_EVENTS_SECRET: 'b'.repeat(64) }],
+    ['self-service sign-up with its client secret and SMTP', { SIGNUP_ENABLED: 'true', SIGNUP_CLIENT_SECRET: 'signup-client-secret-91ac' }],
+    ['STARTTLS left at its default', { SMTP_STARTTLS: undefined }],
+    ['no email at all (EMAIL_BACKEND=none)', { EMAIL_BACKEND: 'none', SMTP_HOST: undefined, SMTP_USERNAME: undefined, SMTP_PASSWORD: undefined }],
+    ['no CORS origins', { CORS_ALLOWED_ORIGINS: undefined }],
+  ])('accepts %s', (_name, change) => {
+    const env = { ...SAFE, ...change };
+    expect(productionProblems(loadConfig(env))).toEqual([]);
+    expect(() => loadCheckedConfig(env)).not.toThrow();
   });
 
-  it('names every problem at once', () => {
-    const problems = productionProblems(loadConfig({ ENVIRONMENT: 'production' }));
-    for (const v of ['TOKEN_SIGNING_SEED', 'SECRET_PEPPER', 'OIDC_ISSUER', 'SMTP_HOST', 'DATABASE_URL']) {
-      expect(problems.join('\n')).toContain(v);
+  it('names every unsafe setting at once', () => {
+    const err = refusal({
+      ENVIRONMENT: 'production',
+      DEV_LOGIN_ENABLED: 'true',
+      SESSION_COOKIE_SECURE: 'false',
+      CORS_ALLOWED_ORIGINS: '*',
+      EMAIL_BACKEND: 'memory',
+    });
+    for (const v of [
+      'DEV_LOGIN_ENABLED',
+      'TOKEN_SIGNING_SEED',
+      'SECRET_PEPPER',
+      'SESSION_SECRET',
+      'SESSION_COOKIE_SECURE',
+      'CORS_ALLOWED_ORIGINS',
+      'OIDC_ISSUER',
+      'OIDC_CLIENT_ID',
+      'OIDC_CLIENT_SECRET',
+      'EMAIL_BACKEND',
+      'DATABASE_URL',
+    ]) {
+      expect(err.message).toContain(v);
     }
-    // Development sign-in is off by default in production: only an explicit setting turns it on.
-    expect(problems.join('\n')).not.toContain('DEV_LOGIN_ENABLED');
   });
 
-  it('lets development run with the development values', () => {
-    expect(productionProblems(loadConfig({}))).toEqual([]);
-    expect(productionProblems(loadConfig({ ...SAFE, ENVIRONMENT: 'development', CORS_ALLOWED_ORIGINS: '*' }))).toEqual([]);
+  it('does not echo secret values in the refusal', () => {
+    const secrets = { AUTH_EVENTS_SECRET: 'short-auth-events-xyz', SMTP_PASSWORD: 'smtp-password-2b8e1d' };
+    const err = refusal({ ...SAFE, ...secrets, SMTP_STARTTLS: 'false', OIDC_ISSUER: undefined });
+    for (const value of [...Object.values(secrets), SAFE.OIDC_CLIENT_SECRET, SAFE.SESSION_SECRET, 'runtime-pw']) {
+      expect(err.message).not.toContain(value);
+    }
+  });
+
+  it.each<[string, string | undefined]>([
+    ['unset (development)', undefined],
+    ['development', 'development'],
+    ['staging', 'staging'],
+  ])('lets ENVIRONMENT=%s run with the same unsafe settings', (_name, environment) => {
+    const unsafe: Env = {
+      ENVIRONMENT: environment,
+      DEV_LOGIN_ENABLED: 'true',
+      TOKEN_SIGNING_SEED: DEV_TOKEN_SIGNING_SEED,
+      SECRET_PEPPER: DEV_SECRET_PEPPER,
+      SESSION_SECRET: DEV_SESSION_SECRET,
+      SESSION_COOKIE_SECURE: 'false',
+      CORS_ALLOWED_ORIGINS: '*',
+      READONLY_FAIL_OPEN: 'true',
+      EMAIL_BACKEND: 'memory',
+      SIGNUP_ENABLED: 'true',
+      AUTH_EVENTS_SECRET: 'short',
+    };
+    expect(productionProblems(loadConfig(unsafe))).toEqual([]);
+    expect(() => loadCheckedConfig(unsafe)).not.toThrow();
+    // SMTP incomplete and without STARTTLS is equally fine outside production.
+    const smtp = { ...unsafe, EMAIL_BACKEND: 'smtp', SMTP_STARTTLS: 'false' };
+    expect(productionProblems(loadConfig(smtp))).toEqual([]);
+    // And so is an empty environment: the embedded database and the development secrets.
+    expect(productionProblems(loadConfig(environment ? { ENVIRONMENT: environment } : {}))).toEqual([]);
   });
 });
 
 describe('configuration', () => {
-  it('has the defaults of the README', () => {
+  it('has the documented defaults', () => {
     const c = loadConfig({});
-    expect(c).toMatchObject({
-      environment: 'development',
-      host: '127.0.0.1',
-      port: 8080,
-      dataDir: './.data',
-      databaseUrl: undefined,
-      devLoginEnabled: true,
-      cookieSecure: false,
-      runtimeRole: 'tollgate_app',
-      bodyLimitBytes: 1048576,
-      rateLimits: { personPerMinute: 600, signInPerMinute: 30, publicPerMinute: 60 },
-    });
-    expect(loadConfig({ ENVIRONMENT: 'production' })).toMatchObject({ devLoginEnabled: false, cookieSecure: true });
-    expect(loadConfig({ PORT: '9000' }).port).toBe(9000);
-    expect(loadConfig({ DATABASE_URL: 'postgres://x/y' }).migrationDatabaseUrl).toBe('postgres://x/y');
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/' }).otel.tracesEndpoint).toBe('http://c:4318/v1/traces');
+    expect(c.environment).toBe('development');
+    expect(c.port).toBe(8080);
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.dataDir).toBe('./.data');
+    expect(c.databaseUrl).toBeUndefined();
+    expect(c.seedDemo).toBe(false);
+    expect(c.devLoginEnabled).toBe(true);
+    expect(c.cookieSecure).toBe(false);
+    expect(c.email.backend).toBe('memory');
+    expect(c.runtimeRole).toBe('tollgate_app');
   });
 
-  it.each([
+  it('turns development sign-in off by default in production, and on only when asked', () => {
+    expect(loadConfig({ ENVIRONMENT: 'production' }).devLoginEnabled).toBe(false);
+    expect(loadConfig({ ENVIRONMENT: 'production' }).cookieSecure).toBe(true);
+    expect(loadConfig({ ENVIRONMENT: 'production' }).email.backend).toBe('smtp');
+    expect(loadConfig({ ENVIRONMENT: 'production', DEV_LOGIN_ENABLED: 'true' }).devLoginEnabled).toBe(true);
+    expect(loadConfig({ ENVIRONMENT: 'development' }).devLoginEnabled).toBe(true);
+    expect(loadConfig({ ENVIRONMENT: 'development', DEV_LOGIN_ENABLED: 'false' }).devLoginEnabled).toBe(false);
+  });
+
+  it('takes overrides from the environment', () => {
+    const c = loadConfig({ PORT: '9000', HOST: '0.0.0.0', DATA_DIR: '/var/lib/tollgate', DATABASE_URL: 'postgres://app@db/t' });
+    expect(c).toMatchObject({ port: 9000, host: '0.0.0.0', dataDir: '/var/lib/tollgate', databaseUrl: 'postgres://app@db/t' });
+    // The migration job falls back to DATABASE_URL, and MIGRATION_DATABASE_URL wins when set.
+    expect(c.migrationDatabaseUrl).toBe('postgres://app@db/t');
+    expect(loadConfig({ DATABASE_URL: 'postgres://app@db/t', MIGRATION_DATABASE_URL: 'postgres://owner@db/t' }).migrationDatabaseUrl).toBe(
+      'postgres://owner@db/t',
+    );
+  });
+
+  it.each<[string, Env]>([
     ['PORT', { PORT: 'abc' }],
     ['PORT', { PORT: '70000' }],
+    ['PORT', { PORT: '-1' }],
     ['ENVIRONMENT', { ENVIRONMENT: 'prod' }],
+    ['ENVIRONMENT', { ENVIRONMENT: 'Production' }],
     ['DEV_LOGIN_ENABLED', { DEV_LOGIN_ENABLED: 'maybe' }],
-    ['DATABASE_RUNTIME_ROLE', { DATABASE_RUNTIME_ROLE: 'app; drop table users' }],
+    ['EMAIL_BACKEND', { EMAIL_BACKEND: 'sendgrid' }],
     ['SESSION_SECRET', { SESSION_SECRET: 'short' }],
-  ])('rejects a bad %s, naming it', (variable, env) => {
-    expect(() => loadConfig(env)).toThrow(ConfigError);
-    expect(() => loadConfig(env)).toThrow(variable);
+    ['DATABASE_RUNTIME_ROLE', { DATABASE_RUNTIME_ROLE: 'app; drop table users' }],
+  ])('rejects an invalid %s, naming it', (variable, env) => {
+    for (const load of [loadConfig, loadCheckedConfig]) {
+      let caught: unknown;
+      try {
+        load(env);
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).toBeInstanceOf(ConfigError);
+      expect((caught as ConfigError).message).toContain(variable);
+    }
+  });
+
+  it('rejects an invalid value in production too, before the guard runs', () => {
+    const err = refusal({ ...SAFE, PORT: 'abc' });
+    expect(err.message).toContain('PORT');
   });
 });
