@@ -11,7 +11,7 @@ import { ApiError } from './platform/errors.js';
 import { registerErrorHandler } from './platform/error-handler.js';
 import { createLogger } from './platform/logger.js';
 import { API_PREFIX, registerOpenApi } from './platform/openapi.js';
-import { databaseRateLimitStore, rateGroupOf, rateKey, rateMax } from './platform/rate-limit.js';
+import { databaseRateLimitStore, HitCounter, rateGroupOf, rateKey, rateMax } from './platform/rate-limit.js';
 import { registerCallerExtension } from './platform/route.js';
 import { registerTracing } from './platform/tracing.js';
 import { EvidenceSigner } from './modules/evidence/signer.js';
@@ -51,6 +51,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     tokens: new TokenService(config.tokenSigningSeed, () => clock.now()),
     revocations: new RevocationCache(deps.db, clock, config.revocationCacheMs),
     evidence: new EvidenceSigner(config.tokenSigningSeed),
+    hits: new HitCounter(deps.db, clock),
   });
   // An empty JSON body is no body: operations that take none accept it, the others answer 422 naming
   // the body. Non-empty bodies keep fastify's parser and its prototype-poisoning protection.
@@ -87,7 +88,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // After parsing, so token exchange can be limited per client ID from the body.
     hook: 'preValidation',
     timeWindow: 60_000,
-    store: databaseRateLimitStore(deps.db, clock),
+    store: databaseRateLimitStore(app.deps.hits),
     keyGenerator: rateKey,
     max: (req) => rateMax(config, req),
     allowList: (req) => !req.routeOptions.config.caller || rateGroupOf(req) === 'none',

@@ -10,6 +10,7 @@ import { registry } from './migrations/0002_registry.js';
 import { evidence } from './migrations/0003_evidence.js';
 import { gateway } from './migrations/0004_gateway.js';
 import { policies } from './migrations/0005_policies.js';
+import { registryVersions } from './migrations/0006_registry_versions.js';
 import type { DB } from './schema.js';
 
 export type Db = Kysely<DB>;
@@ -29,6 +30,7 @@ export function migrations(runtimeRole: string): Record<string, Migration> {
     '0003_evidence': evidence(runtimeRole),
     '0004_gateway': gateway(runtimeRole),
     '0005_policies': policies(runtimeRole),
+    '0006_registry_versions': registryVersions(runtimeRole),
   };
 }
 
@@ -42,11 +44,16 @@ export async function migrate(db: Kysely<unknown>, runtimeRole: string): Promise
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
+/** Databases reached through node-postgres, which runs several parameterless statements in one message. */
+const multiStatement = new WeakSet<Kysely<DB>>();
+
 function postgres(url: string, max: number): Kysely<DB> {
   const pool = new pg.Pool({ connectionString: url, max });
   // An idle client that loses its connection must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
-  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  multiStatement.add(db);
+  return db;
 }
 
 async function openEmbedded(config: Config): Promise<Kysely<DB>> {
@@ -119,9 +126,38 @@ export interface Scope {
  * Every statement inside must use the transaction it is given.
  */
 export function inScope<T>(db: Db, scope: Scope, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  if (multiStatement.has(db)) return inScopeOneTrip(db, scope, fn);
   return db.transaction().execute(async (tx) => {
     await sql`select set_config('app.org_id', ${scope.orgId ?? ''}, true),
                      set_config('app.user_id', ${scope.userId ?? ''}, true)`.execute(tx);
     return fn(tx);
+  });
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The same on node-postgres, with `begin` and the scope sent in one message: a round trip less for
+ * every transaction. The scope is two UUIDs, checked here before they become literals.
+ */
+async function inScopeOneTrip<T>(db: Db, scope: Scope, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const literal = (id: string | null | undefined) => {
+    if (id && !UUID.test(id)) throw new Error('a scope is a UUID');
+    return `'${id ?? ''}'`;
+  };
+  return db.connection().execute(async (conn) => {
+    await sql
+      .raw(`begin; select set_config('app.org_id', ${literal(scope.orgId)}, true), set_config('app.user_id', ${literal(scope.userId)}, true)`)
+      .execute(conn);
+    let result: T;
+    try {
+      // One connection in an open transaction: what a Transaction is, less the methods that begin another.
+      result = await fn(conn as unknown as Tx);
+    } catch (err) {
+      await sql`rollback`.execute(conn).catch(() => undefined);
+      throw err;
+    }
+    await sql`commit`.execute(conn);
+    return result;
   });
 }

@@ -395,6 +395,12 @@ export interface PolicyVersionsTable {
   published_by: string | null;
 }
 
+/** Raised by the database whenever a row a decision reads changes (migration 0006). */
+export interface RegistryVersionsTable {
+  org_id: string;
+  version: string;
+}
+
 export interface DB {
   organisations: OrganisationsTable;
   users: UsersTable;
@@ -424,4 +430,5 @@ export interface DB {
   deny_class_rules: DenyClassRulesTable;
   policies: PoliciesTable;
   policy_versions: PolicyVersionsTable;
+  registry_versions: RegistryVersionsTable;
 }

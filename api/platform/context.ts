@@ -4,6 +4,7 @@ import type { Db } from '../db/database.js';
 import type { RevocationCache } from '../modules/identities/revocation.js';
 import type { TokenService } from '../modules/identities/tokens.js';
 import type { EvidenceSigner } from '../modules/evidence/signer.js';
+import type { HitCounter } from './rate-limit.js';
 
 /** Who may call an operation: a permission, or one of the spec's caller kinds. */
 export type Caller = Permission | 'signed in' | 'onboarding' | 'public' | 'agent' | 'client';
@@ -75,6 +76,7 @@ declare module 'fastify' {
       tokens: TokenService;
       revocations: RevocationCache;
       evidence: EvidenceSigner;
+      hits: HitCounter;
     };
   }
 }

@@ -7,29 +7,81 @@ import { ApiError } from './errors.js';
 
 type Incr = (err: Error | null, res: { current: number; ttl: number }) => void;
 
+interface Hit {
+  key: string;
+  windowStart: number;
+  resolve: (count: number) => void;
+  reject: (err: Error) => void;
+}
+
 /**
- * A @fastify/rate-limit store on the shared database, so the limits hold across every API process:
- * fixed windows aligned on the clock, one upsert per request.
+ * Counts hits in fixed windows aligned on the clock, on the shared database, so a limit holds across
+ * every API process. Hits that arrive while a count is in flight wait and go together in the next
+ * statement, one row per key (keys in sorted order, so two processes never lock the same rows in
+ * opposite orders): under load a process writes one statement per round trip, not one per request.
  */
-/**
- * Counts one hit of `key` in the current fixed window (aligned on the clock, shared by every API process
- * through the database) and says how many hits the window holds and how long it has left.
- */
-export async function countHit(db: Db, clock: Clock, key: string, timeWindow: number): Promise<{ current: number; ttl: number }> {
-  const now = clock.now().getTime();
-  const windowStart = Math.floor(now / timeWindow) * timeWindow;
-  const r = await sql<{ count: number }>`
-    insert into rate_limit_buckets as b (key, window_start, count) values (${key}, ${windowStart}, 1)
-    on conflict (key) do update set
-      count = case when b.window_start = excluded.window_start then b.count + 1 else 1 end,
-      window_start = excluded.window_start
-    returning count`.execute(db);
-  return { current: r.rows[0]?.count ?? 1, ttl: windowStart + timeWindow - now };
+export class HitCounter {
+  private pending: Hit[] = [];
+  private flushing = false;
+  private calls = 0;
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Counts one hit of `key`; says how many hits its window holds and how long the window has left. */
+  async hit(key: string, timeWindow: number): Promise<{ current: number; ttl: number }> {
+    const now = this.clock.now().getTime();
+    const windowStart = Math.floor(now / timeWindow) * timeWindow;
+    const current = await new Promise<number>((resolve, reject) => {
+      this.pending.push({ key, windowStart, resolve, reject });
+      if (!this.flushing) void this.flush();
+    });
+    if (++this.calls % 1000 === 0) {
+      // Sweep finished windows now and then, rather than on a timer.
+      await this.db.deleteFrom('rate_limit_buckets').where('window_start', '<', now - 2 * timeWindow).execute();
+    }
+    return { current, ttl: windowStart + timeWindow - now };
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    try {
+      while (this.pending.length > 0) {
+        const hits = this.pending;
+        this.pending = [];
+        await this.count(hits).catch((err: Error) => hits.forEach((h) => h.reject(err)));
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  private async count(hits: Hit[]): Promise<void> {
+    const byKey = new Map<string, Hit[]>();
+    for (const h of hits) byKey.set(h.key, [...(byKey.get(h.key) ?? []), h]);
+    const keys = [...byKey.keys()].sort();
+    // A key's hits of one flush share its window: the latest, unless a hit saw the previous one.
+    const windows = keys.map((k) => Math.max(...byKey.get(k)!.map((h) => h.windowStart)));
+    const { rows } = await sql<{ key: string; count: number }>`
+      insert into rate_limit_buckets as b (key, window_start, count)
+        select * from unnest(${keys}::text[], ${windows}::bigint[], ${keys.map((k) => byKey.get(k)!.length)}::int[])
+      on conflict (key) do update set
+        count = case when b.window_start = excluded.window_start then b.count + excluded.count else excluded.count end,
+        window_start = excluded.window_start
+      returning key, count`.execute(this.db);
+    const totals = new Map(rows.map((r) => [r.key, r.count]));
+    for (const [key, list] of byKey) {
+      // The key's hits took the last list.length counts up to its total, in arrival order.
+      const total = totals.get(key) ?? list.length;
+      list.forEach((h, i) => h.resolve(total - list.length + 1 + i));
+    }
+  }
 }
 
 /** Refuses with 429 rate_limited (and Retry-After) once `key` has had more than `max` hits this minute. */
-export async function enforceLimit(db: Db, clock: Clock, key: string, max: number): Promise<void> {
-  const { current, ttl } = await countHit(db, clock, key, 60_000);
+export async function enforceLimit(counter: HitCounter, key: string, max: number): Promise<void> {
+  const { current, ttl } = await counter.hit(key, 60_000);
   if (current > max) {
     const seconds = Math.max(1, Math.ceil(ttl / 1000));
     throw new ApiError('rate_limited', `Too many requests: at most ${max} a minute. Retry in ${seconds} s.`, {
@@ -39,21 +91,14 @@ export async function enforceLimit(db: Db, clock: Clock, key: string, max: numbe
   }
 }
 
-/** A @fastify/rate-limit store on the shared database, so the limits hold across every API process. */
-export function databaseRateLimitStore(db: Db, clock: Clock) {
-  let calls = 0;
+/** A @fastify/rate-limit store on the shared hit counter. */
+export function databaseRateLimitStore(counter: HitCounter) {
   return class DatabaseStore {
     incr(key: string, cb: Incr, timeWindow: number): void {
-      countHit(db, clock, key, timeWindow)
-        .then(async (r) => {
-          cb(null, r);
-          // Sweep finished windows now and then, rather than on a timer.
-          if (++calls % 1000 === 0) {
-            const before = clock.now().getTime() - 2 * timeWindow;
-            await db.deleteFrom('rate_limit_buckets').where('window_start', '<', before).execute();
-          }
-        })
-        .catch((err: Error) => cb(err, { current: 0, ttl: 0 }));
+      counter.hit(key, timeWindow).then(
+        (r) => cb(null, r),
+        (err: Error) => cb(err, { current: 0, ttl: 0 }),
+      );
     }
     child() {
       return new DatabaseStore();

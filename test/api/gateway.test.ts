@@ -280,6 +280,32 @@ describe('gateway: actions, decisions and approvals', () => {
       expect(approval.status).toBe('cancelled');
       expect((await admin.client.get(api(`/actions/${waiting.action.id}`))).json().state).toBe('cancelled');
     });
+
+    it("moves a revoked agent's open actions to revoked, approved ones included, and their tokens run nothing", async () => {
+      const doomed = await agentToken(admin.client, 'Soon revoked');
+      await bind(doomed.agentId, 'payments.create_payment');
+      const pending = (await submit(payment(), key(), doomed.token)).json();
+      const approvedKey = key();
+      const approved = (await submit(payment(130), approvedKey, doomed.token)).json();
+      expect(approved.action.status).toBe('approval_required');
+      const vote = await approverA.client.post(api(`/approvals/${approved.approval.id}/decision`), { decision: 'approve', reason: 'Supplier invoice checked' });
+      expect(vote.statusCode).toBe(200);
+      const token = (await status(approved.action.id, doomed.token)).json().approval.approval_token as string;
+      expect(token).toMatch(/^tga_/);
+
+      await admin.client.post(api(`/agents/${doomed.agentId}/revoke`), { reason: 'compromised', confirm: true });
+      for (const a of [pending, approved]) {
+        expect((await admin.client.get(api(`/actions/${a.action.id}`))).json().state).toBe('revoked');
+        expect((await admin.client.get(api(`/approvals/${a.approval.id}`))).json().status).toBe('cancelled');
+      }
+      expect((await admin.client.get(api('/actions?state=revoked'))).json().items.map((a: { id: string }) => a.id).sort()).toEqual(
+        [pending.action.id, approved.action.id].sort(),
+      );
+      // The revoked agent's token no longer authenticates, so the approval token cannot be redeemed.
+      const redeem = await submit({ ...payment(130), approval_token: token }, approvedKey, doomed.token);
+      expect(redeem.statusCode).toBe(401);
+      expect(redeem.json().error.code).toBe('identity_revoked');
+    });
   });
 
   describe('deny-class rules', () => {

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { HitCounter } from '../../api/platform/rate-limit.js';
 import { api, Client, onboardAdmin, startTestApp, TestClock, type TestApp } from '../support/harness.js';
 
 /** The spec's envelope: exactly code, message, correlation_id and details (null when there are none). */
@@ -170,6 +171,25 @@ describe('rate limits', () => {
 
     clock.advance(50);
     expect((await a.client.get(api('/auth/me'))).statusCode).toBe(200);
+  });
+
+  it('counts concurrent hits from two processes exactly: every hit gets its own place in the window', async () => {
+    const clock = new TestClock(new Date('2026-11-23T09:00:10.000Z'));
+    const one = await startTestApp({ clock });
+    apps.push(one);
+    const two = await startTestApp({ clock, share: one });
+    apps.push(two);
+    const counters = [new HitCounter(one.database.db, clock), new HitCounter(two.database.db, clock)];
+    // Hits of several keys interleaved, 60 on the shared key, arriving faster than one statement answers.
+    const hits = await Promise.all(
+      Array.from({ length: 90 }, (_, i) => counters[i % 2]!.hit(i % 3 === 2 ? `other:${i % 2}` : 'shared', 60_000)),
+    );
+    const shared = hits.filter((_, i) => i % 3 !== 2).map((h) => h.current);
+    expect(shared.sort((a, b) => a - b)).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
+    expect(hits.every((h) => h.ttl === 50_000)).toBe(true);
+    // A new window starts the count again.
+    clock.advance(50);
+    expect((await counters[1]!.hit('shared', 60_000)).current).toBe(1);
   });
 
   it('limits sign-in per client address, and not health checks', async () => {

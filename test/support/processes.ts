@@ -4,8 +4,12 @@ import path from 'node:path';
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /** Starts `tollgate <args>` from source, as `node dist/cli.js` would run it after a build. */
-export function spawnTollgate(args: string[], env: Record<string, string>): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli.ts', ...args], {
+export function spawnTollgate(
+  args: string[],
+  env: Record<string, string>,
+  nodeFlags: string[] = [],
+): ChildProcess & { output: () => string } {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'cli.ts', ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -78,7 +78,7 @@ async function contain(tx: Tx, req: FastifyRequest, agentId: string, action: Act
       .where('token_used_at', 'is', null)
       .forUpdate()
       .execute();
-    await cancelApprovals(tx, open, now);
+    await cancelApprovals(tx, open, now, action === 'revoke' ? 'revoked' : 'cancelled');
     details.approvals_cancelled = open.map((a) => a.id);
   }
   await tx

@@ -31,28 +31,36 @@ export function bodyOf(r: EvidenceRow): EvidenceBody {
   };
 }
 
+export interface ChainHead {
+  seq: number;
+  hash: string;
+}
+
 /**
- * Appends events to the organisation's chain inside the caller's transaction, so a change and its
- * evidence commit together. Appends of one organisation are serialised by a row lock on the chain's
- * head, across every API process; several events in one call share one lock and one insert.
+ * Locks the organisation's chain head for the caller's transaction, creating it at genesis. Appends
+ * of one organisation queue on this row lock, across every API process.
  */
-export async function appendEvidence(tx: Tx, signer: EvidenceSigner, orgId: string, events: EvidenceEvent[], now: Date) {
-  if (events.length === 0) return [];
-  // The head row is the lock: appends of one organisation queue on it, across every API process.
-  const lockHead = () =>
-    tx.selectFrom('evidence_heads').select(['seq', 'hash']).where('org_id', '=', orgId).forUpdate().executeTakeFirst();
-  let head = await lockHead();
+export async function lockHead(tx: Tx, orgId: string): Promise<ChainHead> {
+  const lock = () => tx.selectFrom('evidence_heads').select(['seq', 'hash']).where('org_id', '=', orgId).forUpdate().executeTakeFirst();
+  let head = await lock();
   if (!head) {
     await tx
       .insertInto('evidence_heads')
       .values({ org_id: orgId, seq: 0, hash: GENESIS_HASH })
       .onConflict((oc) => oc.column('org_id').doNothing())
       .execute();
-    head = await lockHead();
+    head = await lock();
   }
-  let seq = head ? Number(head.seq) : 0;
-  let prev = head?.hash ?? GENESIS_HASH;
-  const rows = events.map((e) => {
+  return { seq: head ? Number(head.seq) : 0, hash: head?.hash ?? GENESIS_HASH };
+}
+
+export type ChainedRecord = EvidenceBody & { hash: string; signature: string; kid: string };
+
+/** Numbers, links and signs events after `head`; writes nothing. */
+export function chainEvents(signer: EvidenceSigner, orgId: string, head: ChainHead, events: EvidenceEvent[], now: Date) {
+  let seq = head.seq;
+  let prev = head.hash;
+  const records: ChainedRecord[] = events.map((e) => {
     const body: EvidenceBody = {
       id: randomUUID(),
       org_id: orgId,
@@ -70,12 +78,28 @@ export async function appendEvidence(tx: Tx, signer: EvidenceSigner, orgId: stri
     prev = hash;
     return { ...body, hash, signature: signer.sign(hash), kid: signer.kid };
   });
+  return { records, head: { seq, hash: prev } };
+}
+
+/** The rows of chained records, as the evidence table takes them. */
+export const recordValues = (records: ChainedRecord[], now: Date) =>
+  records.map((r) => ({ ...r, payload: JSON.stringify(r.payload), created_at: now }));
+
+/**
+ * Appends events to the organisation's chain inside the caller's transaction, so a change and its
+ * evidence commit together: the head is locked, then the records and the new head are written in one
+ * statement. Several events in one call share the lock and the statement.
+ */
+export async function appendEvidence(tx: Tx, signer: EvidenceSigner, orgId: string, events: EvidenceEvent[], now: Date) {
+  if (events.length === 0) return [];
+  const { records, head } = chainEvents(signer, orgId, await lockHead(tx, orgId), events, now);
   await tx
-    .insertInto('evidence_records')
-    .values(rows.map((r) => ({ ...r, payload: JSON.stringify(r.payload), created_at: now })))
+    .with('appended', (db) => db.insertInto('evidence_records').values(recordValues(records, now)))
+    .updateTable('evidence_heads')
+    .set({ seq: head.seq, hash: head.hash })
+    .where('org_id', '=', orgId)
     .execute();
-  await tx.updateTable('evidence_heads').set({ seq, hash: prev }).where('org_id', '=', orgId).execute();
-  return rows;
+  return records;
 }
 
 export interface ChainReport {

@@ -1,18 +1,18 @@
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { FastifyInstance } from 'fastify';
-import type { Selectable } from 'kysely';
+import { sql, type Insertable, type InsertQueryBuilder, type InsertResult, type QueryCreator, type Selectable } from 'kysely';
 import type { z } from 'zod';
 import { inScope, type Tx } from '../../db/database.js';
-import type { ActionRequestsTable, ApprovalsTable } from '../../db/schema.js';
+import type { ActionRequestsTable, ApprovalsTable, DB } from '../../db/schema.js';
 import { ApiError, notFound } from '../../platform/errors.js';
 import { isUniqueViolation } from '../../platform/schemas.js';
-import { appendEvidence, type EvidenceEvent } from '../evidence/chain.js';
+import { appendEvidence, chainEvents, lockHead, recordValues, type EvidenceEvent } from '../evidence/chain.js';
 import type { actionIn, SubmissionOut } from './actions.schemas.js';
 import { decide } from './engine/decide.js';
 import type { Decision } from './engine/types.js';
 import { redact, SAMPLE_EXECUTORS } from './executors.js';
-import { loadDecisionState, type DecisionState } from './snapshot.js';
+import { DecisionSnapshots, type DecisionState, type OrgView } from './snapshot.js';
 
 const canonicalize = createRequire(import.meta.url)('canonicalize') as (input: unknown) => string | undefined;
 
@@ -104,23 +104,18 @@ interface Execution {
  * tool's credential reference (which must not be revoked); other tools are authorised for the
  * caller's proxy to run (state `approved`).
  */
-async function execute(tx: Tx, toolKey: string, tool: DecisionState['tool'], parameters: Record<string, unknown>): Promise<Execution> {
+function execute(toolKey: string, tool: DecisionState['tool'], parameters: Record<string, unknown>): Execution {
   const executor = SAMPLE_EXECUTORS[toolKey];
   if (!tool?.builtin || !executor) return { status: 'not_run', output: null };
-  if (tool.credentialRefId) {
-    const cred = await tx.selectFrom('credential_refs').select('status').where('id', '=', tool.credentialRefId).executeTakeFirst();
-    if (cred?.status !== 'active') return { status: 'failed', output: { error: 'credential_unavailable' } };
-  }
+  if (tool.credentialActive === false) return { status: 'failed', output: { error: 'credential_unavailable' } };
   return { status: 'succeeded', output: executor(parameters) };
 }
 
-/** Reads the agent, settings and registry state in one statement, then runs the pure engine. */
-async function decideNow(tx: Tx, who: Submitter, body: ActionIn, now: Date, approvalPresent: boolean) {
-  const state = await loadDecisionState(tx, who.orgId, who.agentId, body.tool);
-  if (!state.agent) throw notFound('No such agent.');
-  const decision = decide(
+/** Runs the pure engine over one submission and the registry state of its agent. */
+function decideWith(state: DecisionState, who: Submitter, body: ActionIn, now: Date, approvalPresent: boolean): Decision {
+  return decide(
     {
-      agent: state.agent,
+      agent: state.agent!,
       identityId: who.identityId,
       action: {
         tool: body.tool,
@@ -136,7 +131,6 @@ async function decideNow(tx: Tx, who: Submitter, body: ActionIn, now: Date, appr
     },
     state.snapshot,
   );
-  return { decision, state };
 }
 
 const stateAfter = (decision: Decision['decision'], execution?: Execution) =>
@@ -150,8 +144,120 @@ const stateAfter = (decision: Decision['decision'], execution?: Execution) =>
           ? 'failed'
           : 'approved';
 
+/** A fresh submission decided in memory: its rows, its evidence and its answer. */
+interface Prepared {
+  action: Insertable<ActionRequestsTable>;
+  approval: Insertable<ApprovalsTable> | undefined;
+  events: EvidenceEvent[];
+  result: SubmissionOut;
+}
+
+/** Decides a submission under a key not used before, and runs it when allowed; writes nothing. */
+function prepare(who: Submitter, key: string, body: ActionIn, hash: string, state: DecisionState, now: Date): Prepared {
+  const decision = decideWith(state, who, body, now, false);
+  const execution = decision.decision === 'allow' ? execute(body.tool, state.tool, body.parameters) : undefined;
+  const output = execution ? redact(execution.output, state.contentRetention) : null;
+  const id = randomUUID();
+  const status = stateAfter(decision.decision, execution);
+  const action: Insertable<ActionRequestsTable> = {
+    id,
+    org_id: who.orgId,
+    agent_id: who.agentId,
+    identity_id: who.identityId,
+    source: who.source,
+    idempotency_key: key,
+    request_hash: hash,
+    tool: body.tool,
+    operation: body.operation,
+    target: body.target,
+    parameters: JSON.stringify(redact(body.parameters, state.contentRetention)),
+    environment: body.environment ?? null,
+    on_behalf_of: body.on_behalf_of ?? null,
+    justification: body.justification ?? null,
+    state: status,
+    decision: decision.decision,
+    reason_codes: decision.reasonCodes,
+    trace: JSON.stringify(decision.trace),
+    approvals_required: decision.approvalsRequired,
+    execution_status: execution?.status ?? null,
+    output_redacted: execution ? JSON.stringify(output) : null,
+    requested_by: who.requestedBy,
+    correlation_id: who.correlationId,
+    created_at: now,
+    updated_at: now,
+    executed_at: execution?.status === 'succeeded' ? now : null,
+  };
+  const about = { agentId: who.agentId, actionRequestId: id, correlationId: who.correlationId };
+  const events: EvidenceEvent[] = [
+    {
+      eventType: 'decision',
+      ...about,
+      payload: { tool: body.tool, operation: body.operation, target: body.target, decision: decision.decision, reason_codes: decision.reasonCodes, request_hash: hash, source: who.source },
+    },
+  ];
+  let approval: Insertable<ApprovalsTable> | undefined;
+  const expiresAt = new Date(now.getTime() + state.approvalTtlSeconds * 1000);
+  if (decision.decision === 'require_approval') {
+    approval = {
+      id: randomUUID(),
+      org_id: who.orgId,
+      action_id: id,
+      agent_id: who.agentId,
+      status: 'pending',
+      approvals_required: decision.approvalsRequired,
+      request_hash: hash,
+      expires_at: expiresAt,
+      token_used_at: null,
+      created_at: now,
+      decided_at: null,
+    };
+    events.push({
+      eventType: 'approval_request',
+      ...about,
+      payload: { approval_id: approval.id, approvals_required: decision.approvalsRequired, expires_at: expiresAt.toISOString() },
+    });
+  }
+  if (execution) events.push({ eventType: 'execution', ...about, payload: { tool: body.tool, status: execution.status } });
+  return {
+    action,
+    approval,
+    events,
+    result: {
+      action: { id, status: status as SubmissionOut['action']['status'] },
+      decision: { decision: decision.decision, reason_codes: decision.reasonCodes },
+      execution: execution ? { status: execution.status, output_redacted: output } : null,
+      approval: approval
+        ? { id: approval.id, status: 'pending', approvals_required: decision.approvalsRequired, expires_at: expiresAt.toISOString() }
+        : null,
+      replayed: false,
+      idempotency_key: key,
+    },
+  };
+}
+
+/**
+ * In one statement: the organisation's registry version, which of the batch's (agent, key) pairs are
+ * already taken, and the evidence chain's head, locked for this transaction (null before the first
+ * record).
+ */
+async function probe(tx: Tx, orgId: string, batch: Job[]) {
+  const { rows } = await sql<{ version: string | null; taken: string[] | null; head: { seq: number; hash: string } | null }>`
+    select
+      (select version from registry_versions where org_id = ${orgId}) as version,
+      (select array_agg(a.agent_id || ' ' || a.idempotency_key)
+         from unnest(${batch.map((j) => j.who.agentId)}::uuid[], ${batch.map((j) => j.key)}::text[]) as k(agent_id, key)
+         join action_requests a on a.org_id = ${orgId} and a.agent_id = k.agent_id and a.idempotency_key = k.key) as taken,
+      (select json_build_object('seq', seq, 'hash', hash) from evidence_heads where org_id = ${orgId} for update) as head`.execute(tx);
+  const r = rows[0];
+  return {
+    version: r?.version ?? '0',
+    taken: new Set(r?.taken ?? []),
+    head: r?.head ? { seq: Number(r.head.seq), hash: r.head.hash } : await lockHead(tx, orgId),
+  };
+}
+
 /** The most submissions one group commit carries. */
-const MAX_BATCH = 64;
+const MAX_BATCH = 128;
 
 interface Job {
   who: Submitter;
@@ -161,8 +267,12 @@ interface Job {
   reject: (err: unknown) => void;
 }
 
+type Outcome = { ok: SubmissionOut } | { error: unknown };
+
 export class ActionsService {
   readonly tokens: ApprovalTokens;
+  /** Each organisation's registry, in memory, as of its registry version. */
+  readonly snapshots = new DecisionSnapshots();
   constructor(private readonly app: FastifyInstance) {
     this.tokens = new ApprovalTokens(app.deps.config.tokenSigningSeed);
   }
@@ -196,35 +306,80 @@ export class ActionsService {
     }
   }
 
+  /**
+   * One transaction for the batch. Submissions under new keys are decided in memory against the
+   * registry snapshot and written with one insert per table; replays, redemptions, repeated keys
+   * within the batch and keys another process took meanwhile go one by one; then one evidence append.
+   */
   private async runBatch(orgId: string, batch: Job[]): Promise<void> {
     const { db, clock, evidence } = this.app.deps;
-    const outcomes: Array<{ ok: SubmissionOut } | { error: unknown }> = [];
+    const outcomes = new Map<Job, Outcome>();
     try {
       await inScope(db, { orgId }, async (tx) => {
+        outcomes.clear();
         const now = clock.now();
-        const events: EvidenceEvent[] = [];
+        const { version, taken, head } = await probe(tx, orgId, batch);
+        const view = await this.snapshots.load(tx, orgId, batch.map((j) => j.who.agentId), version);
+        const fresh: Prepared[] = [];
+        const oneByOne: Job[] = [];
         for (const job of batch) {
+          const pair = `${job.who.agentId} ${job.key}`;
+          if (taken.has(pair)) {
+            oneByOne.push(job);
+            continue;
+          }
+          taken.add(pair);
+          const state = view.state(job.who.agentId, job.body.tool);
+          if (!state.agent) {
+            outcomes.set(job, { error: notFound('No such agent.') });
+            continue;
+          }
+          const prepared = prepare(job.who, job.key, job.body, requestHash(job.body), state, now);
+          fresh.push(prepared);
+          outcomes.set(job, { ok: prepared.result });
+        }
+
+        // Replays and redemptions lock and update their rows one by one, first.
+        const events: EvidenceEvent[] = [];
+        for (const job of oneByOne) {
           try {
-            outcomes.push({ ok: await this.process(tx, job.who, job.key, job.body, now, events) });
+            outcomes.set(job, { ok: await this.process(tx, view, job.who, job.key, job.body, now, events) });
           } catch (err) {
             // A refusal (idempotency conflict, unknown agent) happens before its job writes anything.
             if (!(err instanceof ApiError)) throw err;
-            outcomes.push({ error: err });
+            outcomes.set(job, { error: err });
           }
         }
-        await appendEvidence(tx, evidence, orgId, events, now);
+        // Then every new action, its approval and all the evidence in one statement. A key another
+        // process took since the probe fails it, and the batch runs again one by one.
+        for (const f of fresh) events.push(...f.events);
+        if (events.length === 0) return;
+        const chained = chainEvents(evidence, orgId, head, events, now);
+        const approvals = fresh.flatMap((f) => (f.approval ? [f.approval] : []));
+        // The CTEs only add tables to the query's type; the statement ends with the head's update.
+        let write: QueryCreator<DB> = tx;
+        const add = <T extends keyof DB>(name: string, insert: (db: QueryCreator<DB>) => InsertQueryBuilder<DB, T, InsertResult>) => {
+          write = write.with(name, insert) as unknown as QueryCreator<DB>;
+        };
+        add('appended', (db) => db.insertInto('evidence_records').values(recordValues(chained.records, now)));
+        if (fresh.length > 0) add('actions', (db) => db.insertInto('action_requests').values(fresh.map((f) => f.action)));
+        if (approvals.length > 0) add('approvals', (db) => db.insertInto('approvals').values(approvals));
+        await write
+          .updateTable('evidence_heads')
+          .set({ seq: chained.head.seq, hash: chained.head.hash })
+          .where('org_id', '=', orgId)
+          .execute();
       });
     } catch {
-      // A statement failed and the batch rolled back (for example a key another API process inserted
-      // meanwhile): each submission runs again on its own.
+      // A statement failed and the batch rolled back: each submission runs again on its own.
       for (const job of batch) this.submitAlone(job.who, job.key, job.body).then(job.resolve, job.reject);
       return;
     }
-    batch.forEach((job, i) => {
-      const outcome = outcomes[i]!;
+    for (const job of batch) {
+      const outcome = outcomes.get(job)!;
       if ('ok' in outcome) job.resolve(outcome.ok);
       else job.reject(outcome.error);
-    });
+    }
   }
 
   /** One submission in its own transaction; a racing insert of the same key answers as its replay. */
@@ -233,7 +388,8 @@ export class ActionsService {
       inScope(this.app.deps.db, { orgId: who.orgId }, async (tx) => {
         const now = this.app.deps.clock.now();
         const events: EvidenceEvent[] = [];
-        const result = await this.process(tx, who, key, body, now, events);
+        const view = await this.snapshots.load(tx, who.orgId, [who.agentId]);
+        const result = await this.process(tx, view, who, key, body, now, events);
         await appendEvidence(tx, this.app.deps.evidence, who.orgId, events, now);
         return result;
       });
@@ -246,7 +402,15 @@ export class ActionsService {
   }
 
   /** Decides (or replays, or redeems an approval for) one submission; evidence goes to `events`. */
-  private async process(tx: Tx, who: Submitter, key: string, body: ActionIn, now: Date, events: EvidenceEvent[]): Promise<SubmissionOut> {
+  private async process(
+    tx: Tx,
+    view: OrgView,
+    who: Submitter,
+    key: string,
+    body: ActionIn,
+    now: Date,
+    events: EvidenceEvent[],
+  ): Promise<SubmissionOut> {
     const hash = requestHash(body);
     const existing = await tx
       .selectFrom('action_requests')
@@ -261,94 +425,20 @@ export class ActionsService {
       let approval = await tx.selectFrom('approvals').selectAll().where('action_id', '=', existing.id).forUpdate().executeTakeFirst();
       if (approval) approval = await expireIfDue(tx, approval, now);
       if (body.approval_token && approval) {
-        const redeemed = await this.redeem(tx, who, existing, approval, body, now, events);
+        const redeemed = await this.redeem(tx, view, who, existing, approval, body, now, events);
         if (redeemed) return redeemed;
       }
       const current = await tx.selectFrom('action_requests').selectAll().where('id', '=', existing.id).executeTakeFirstOrThrow();
       return toSubmission(current, approval, true);
     }
 
-    const { decision, state } = await decideNow(tx, who, body, now, false);
-    const org = { content_retention: state.contentRetention, approval_ttl_seconds: state.approvalTtlSeconds };
-    const execution = decision.decision === 'allow' ? await execute(tx, body.tool, state.tool, body.parameters) : undefined;
-    const id = randomUUID();
-    const action = await tx
-      .insertInto('action_requests')
-      .values({
-        id,
-        org_id: who.orgId,
-        agent_id: who.agentId,
-        identity_id: who.identityId,
-        source: who.source,
-        idempotency_key: key,
-        request_hash: hash,
-        tool: body.tool,
-        operation: body.operation,
-        target: body.target,
-        parameters: JSON.stringify(redact(body.parameters, org.content_retention)),
-        environment: body.environment ?? null,
-        on_behalf_of: body.on_behalf_of ?? null,
-        justification: body.justification ?? null,
-        state: stateAfter(decision.decision, execution),
-        decision: decision.decision,
-        reason_codes: decision.reasonCodes,
-        trace: JSON.stringify(decision.trace),
-        approvals_required: decision.approvalsRequired,
-        execution_status: execution?.status ?? null,
-        output_redacted: execution ? JSON.stringify(redact(execution.output, org.content_retention)) : null,
-        requested_by: who.requestedBy,
-        correlation_id: who.correlationId,
-        created_at: now,
-        updated_at: now,
-        executed_at: execution?.status === 'succeeded' ? now : null,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-
-    let approval: ApprovalRow | undefined;
-    events.push({
-      eventType: 'decision',
-      agentId: who.agentId,
-      actionRequestId: id,
-      correlationId: who.correlationId,
-      payload: { tool: body.tool, operation: body.operation, target: body.target, decision: decision.decision, reason_codes: decision.reasonCodes, request_hash: hash, source: who.source },
-    });
-    if (decision.decision === 'require_approval') {
-      approval = await tx
-        .insertInto('approvals')
-        .values({
-          id: randomUUID(),
-          org_id: who.orgId,
-          action_id: id,
-          agent_id: who.agentId,
-          status: 'pending',
-          approvals_required: decision.approvalsRequired,
-          request_hash: hash,
-          expires_at: new Date(now.getTime() + org.approval_ttl_seconds * 1000),
-          token_used_at: null,
-          created_at: now,
-          decided_at: null,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      events.push({
-        eventType: 'approval_request',
-        agentId: who.agentId,
-        actionRequestId: id,
-        correlationId: who.correlationId,
-        payload: { approval_id: approval.id, approvals_required: approval.approvals_required, expires_at: approval.expires_at.toISOString() },
-      });
-    }
-    if (execution) {
-      events.push({
-        eventType: 'execution',
-        agentId: who.agentId,
-        actionRequestId: id,
-        correlationId: who.correlationId,
-        payload: { tool: body.tool, status: execution.status },
-      });
-    }
-    return toSubmission(action, approval, false);
+    const state = view.state(who.agentId, body.tool);
+    if (!state.agent) throw notFound('No such agent.');
+    const prepared = prepare(who, key, body, hash, state, now);
+    await tx.insertInto('action_requests').values(prepared.action).execute();
+    if (prepared.approval) await tx.insertInto('approvals').values(prepared.approval).execute();
+    events.push(...prepared.events);
+    return prepared.result;
   }
 
   /**
@@ -358,6 +448,7 @@ export class ActionsService {
    */
   private async redeem(
     tx: Tx,
+    view: OrgView,
     who: Submitter,
     action: ActionRow,
     approval: ApprovalRow,
@@ -369,9 +460,11 @@ export class ActionsService {
     if (approval.status !== 'approved' || approval.token_used_at || !this.tokens.matches(token, approval.id, approval.request_hash)) {
       return undefined;
     }
-    const { decision, state } = await decideNow(tx, who, body, now, true);
+    const state = view.state(who.agentId, body.tool);
+    if (!state.agent) return undefined;
+    const decision = decideWith(state, who, body, now, true);
     const org = { content_retention: state.contentRetention };
-    const execution = decision.decision === 'allow' ? await execute(tx, body.tool, state.tool, body.parameters) : undefined;
+    const execution = decision.decision === 'allow' ? execute(body.tool, state.tool, body.parameters) : undefined;
     await tx.updateTable('approvals').set({ token_used_at: now }).where('id', '=', approval.id).execute();
     const updated = await tx
       .updateTable('action_requests')

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { AgentView, BindingView, Rule, Snapshot, ToolView } from './engine/types.js';
+import type { AgentView, BindingView, DelegationView, Rule, Snapshot, ToolView } from './engine/types.js';
 
 /** Everything one decision reads besides the request. */
 export interface DecisionState {
@@ -9,20 +9,32 @@ export interface DecisionState {
   approvalTtlSeconds: number;
   snapshot: Snapshot;
   /** What execution needs of the resolved tool. */
-  tool: { builtin: boolean; credentialRefId: string | null } | undefined;
+  tool: { builtin: boolean; credentialActive: boolean | null } | undefined;
 }
 
-interface Row {
-  agent: {
-    id: string;
-    status: AgentView['status'];
-    gateway_access: boolean;
-    environment: string;
-    criticality: string;
-    data_classification: string;
-    content_retention: string;
-    approval_ttl_seconds: number;
-  } | null;
+interface AgentEntry {
+  agent: AgentView;
+  bindings: BindingView[];
+  delegations: DelegationView[];
+}
+
+/** One organisation's registry as of `version`: everything but the agents, which load on first use. */
+interface OrgRegistry {
+  version: string;
+  contentRetention: string;
+  approvalTtlSeconds: number;
+  tools: Record<string, ToolView>;
+  execution: Map<string, { builtin: boolean; credentialRefId: string | null }>;
+  credentials: Map<string, string>;
+  mcpServers: Snapshot['mcpServers'];
+  denyClassRules: Snapshot['denyClassRules'];
+  rules: Snapshot['rules'];
+  /** null: no such agent in this organisation. */
+  agents: Map<string, AgentEntry | null>;
+}
+
+interface OrgRow {
+  org: { content_retention: string; approval_ttl_seconds: number } | null;
   tools: Array<{
     id: string;
     tool_key: string;
@@ -34,6 +46,18 @@ interface Row {
     credential_ref_id: string | null;
   }>;
   servers: Array<{ id: string; trust_state: Snapshot['mcpServers'][string]['trustState'] }>;
+  credentials: Array<{ id: string; status: string }>;
+  deny_rules: Array<{ id: string; privilege_class: string; agent_id: string | null }>;
+  rules: Array<Rule & { policy: string }>;
+}
+
+interface AgentRow {
+  id: string;
+  status: AgentView['status'];
+  gateway_access: boolean;
+  environment: string;
+  criticality: string;
+  data_classification: string;
   bindings: Array<{
     id: string;
     target_kind: BindingView['targetKind'];
@@ -44,39 +68,90 @@ interface Row {
     identity_id: string | null;
   }>;
   delegations: Array<{ principal_ref: string; scopes: string[]; expires_at: string | null }>;
-  deny_rules: Array<{ id: string; privilege_class: string; agent_id: string | null }>;
-  rules: Array<Rule & { policy: string }>;
 }
 
 const isoOrNull = (v: string | null) => (v ? new Date(v).toISOString() : null);
 
+/** The organisation's registry version, read in the caller's transaction ('0': never changed). */
+export async function registryVersion(tx: Tx, orgId: string): Promise<string> {
+  const row = await tx.selectFrom('registry_versions').select('version').where('org_id', '=', orgId).executeTakeFirst();
+  return row ? String(row.version) : '0';
+}
+
 /**
- * The agent, its organisation's settings and the registry state the decision reads, in one statement
- * inside the action's transaction: each round trip costs more than the query behind it. Rules are those
- * of each active policy's published version, in policy-key order; drafts are never read. (The
- * per-organisation in-memory snapshot with cross-replica invalidation is the next step.)
+ * The registry state decisions read, per organisation, in memory. The database raises an
+ * organisation's version on every change to a row a decision reads (migration 0006); a batch reads
+ * that one number in its own transaction and reloads only when it moved, so a decision never sees a
+ * registry older than the last committed change, on any API process, and does not read it row by row.
  */
-export async function loadDecisionState(tx: Tx, orgId: string, agentId: string, toolKey: string): Promise<DecisionState> {
-  const { rows } = await sql<Row>`
+export class DecisionSnapshots {
+  private readonly orgs = new Map<string, OrgRegistry>();
+  constructor(private readonly maxOrgs = 2000) {}
+
+  /**
+   * The states of `agentIds` for decisions in `tx`. Pass `version` when the caller already read it in
+   * this transaction.
+   */
+  async load(tx: Tx, orgId: string, agentIds: Iterable<string>, version?: string): Promise<OrgView> {
+    const current = version ?? (await registryVersion(tx, orgId));
+    let org = this.orgs.get(orgId);
+    if (!org || org.version !== current) {
+      org = await loadOrg(tx, orgId, current);
+    }
+    // Most recently used last, so the first is the one to drop.
+    this.orgs.delete(orgId);
+    this.orgs.set(orgId, org);
+    if (this.orgs.size > this.maxOrgs) this.orgs.delete(this.orgs.keys().next().value!);
+
+    const missing = [...new Set(agentIds)].filter((id) => !org.agents.has(id));
+    if (missing.length > 0) await loadAgents(tx, orgId, missing, org);
+    return new OrgView(org);
+  }
+}
+
+/** Read access to one organisation's loaded registry. */
+export class OrgView {
+  constructor(private readonly org: OrgRegistry) {}
+
+  state(agentId: string, toolKey: string): DecisionState {
+    const { org } = this;
+    const entry = org.agents.get(agentId) ?? undefined;
+    const exec = org.execution.get(toolKey);
+    return {
+      agent: entry?.agent,
+      contentRetention: org.contentRetention,
+      approvalTtlSeconds: org.approvalTtlSeconds,
+      tool: exec
+        ? { builtin: exec.builtin, credentialActive: exec.credentialRefId ? org.credentials.get(exec.credentialRefId) === 'active' : null }
+        : undefined,
+      snapshot: {
+        tools: org.tools,
+        mcpServers: org.mcpServers,
+        bindings: entry?.bindings ?? [],
+        delegations: entry?.delegations ?? [],
+        denyClassRules: org.denyClassRules,
+        rules: org.rules,
+      },
+    };
+  }
+}
+
+/**
+ * The organisation's settings and registry in one statement. Rules are those of each active policy's
+ * published version, in policy-key order; drafts are never read.
+ */
+async function loadOrg(tx: Tx, orgId: string, version: string): Promise<OrgRegistry> {
+  const { rows } = await sql<OrgRow>`
     select
       (select row_to_json(x) from (
-         select a.id, a.status, a.gateway_access, a.environment, a.criticality, a.data_classification,
-                o.content_retention, o.approval_ttl_seconds
-         from agents a join organisations o on o.id = a.org_id
-         where a.org_id = ${orgId} and a.id = ${agentId}) x) as agent,
+         select content_retention, approval_ttl_seconds from organisations where id = ${orgId}) x) as org,
       (select coalesce(json_agg(x), '[]') from (
          select id, tool_key, privilege_class, approval_class, blocked, mcp_server_id, builtin, credential_ref_id
-         from tools where org_id = ${orgId} and tool_key = ${toolKey}) x) as tools,
+         from tools where org_id = ${orgId}) x) as tools,
       (select coalesce(json_agg(x), '[]') from (
-         select s.id, s.trust_state from mcp_servers s
-         where s.org_id = ${orgId}
-           and s.id in (select mcp_server_id from tools where org_id = ${orgId} and tool_key = ${toolKey})) x) as servers,
+         select id, trust_state from mcp_servers where org_id = ${orgId}) x) as servers,
       (select coalesce(json_agg(x), '[]') from (
-         select id, target_kind, target_id, actions, constraints, expires_at, identity_id
-         from permission_bindings where org_id = ${orgId} and agent_id = ${agentId}) x) as bindings,
-      (select coalesce(json_agg(x), '[]') from (
-         select principal_ref, scopes, expires_at
-         from delegations where org_id = ${orgId} and agent_id = ${agentId}) x) as delegations,
+         select id, status from credential_refs where org_id = ${orgId}) x) as credentials,
       (select coalesce(json_agg(x), '[]') from (
          select id, privilege_class, agent_id
          from deny_class_rules where org_id = ${orgId} and lifted_at is null) x) as deny_rules,
@@ -86,37 +161,56 @@ export async function loadDecisionState(tx: Tx, orgId: string, agentId: string, 
          cross join lateral jsonb_array_elements(v.rules) with ordinality as r(rule, ord)
          where p.org_id = ${orgId} and p.status = 'active') as rules`.execute(tx);
   const r = rows[0]!;
-  const tool = r.tools[0];
   return {
-    agent: r.agent
-      ? {
-          id: r.agent.id,
-          status: r.agent.status,
-          gatewayAccess: r.agent.gateway_access,
-          environment: r.agent.environment,
-          criticality: r.agent.criticality,
-          dataClassification: r.agent.data_classification,
-        }
-      : undefined,
-    contentRetention: r.agent?.content_retention ?? 'redacted_excerpts',
-    approvalTtlSeconds: r.agent?.approval_ttl_seconds ?? 900,
-    tool: tool ? { builtin: tool.builtin, credentialRefId: tool.credential_ref_id } : undefined,
-    snapshot: {
-      tools: Object.fromEntries(
-        r.tools.map((t) => [
-          t.tool_key,
-          {
-            id: t.id,
-            key: t.tool_key,
-            privilegeClass: t.privilege_class,
-            approvalClass: t.approval_class,
-            blocked: t.blocked,
-            mcpServerId: t.mcp_server_id,
-          },
-        ]),
-      ),
-      mcpServers: Object.fromEntries(r.servers.map((s) => [s.id, { trustState: s.trust_state }])),
-      bindings: r.bindings.map((b) => ({
+    version,
+    contentRetention: r.org?.content_retention ?? 'redacted_excerpts',
+    approvalTtlSeconds: r.org?.approval_ttl_seconds ?? 900,
+    tools: Object.fromEntries(
+      r.tools.map((t) => [
+        t.tool_key,
+        {
+          id: t.id,
+          key: t.tool_key,
+          privilegeClass: t.privilege_class,
+          approvalClass: t.approval_class,
+          blocked: t.blocked,
+          mcpServerId: t.mcp_server_id,
+        },
+      ]),
+    ),
+    execution: new Map(r.tools.map((t) => [t.tool_key, { builtin: t.builtin, credentialRefId: t.credential_ref_id }])),
+    credentials: new Map(r.credentials.map((c) => [c.id, c.status])),
+    mcpServers: Object.fromEntries(r.servers.map((s) => [s.id, { trustState: s.trust_state }])),
+    denyClassRules: r.deny_rules.map((d) => ({ id: d.id, privilegeClass: d.privilege_class, agentId: d.agent_id })),
+    rules: r.rules,
+    agents: new Map(),
+  };
+}
+
+/** Agents with their bindings and delegations, in one statement, into `org`. */
+async function loadAgents(tx: Tx, orgId: string, agentIds: string[], org: OrgRegistry): Promise<void> {
+  const { rows } = await sql<AgentRow>`
+    select a.id, a.status, a.gateway_access, a.environment, a.criticality, a.data_classification,
+      (select coalesce(json_agg(x), '[]') from (
+         select id, target_kind, target_id, actions, constraints, expires_at, identity_id
+         from permission_bindings b where b.org_id = a.org_id and b.agent_id = a.id) x) as bindings,
+      (select coalesce(json_agg(x), '[]') from (
+         select principal_ref, scopes, expires_at
+         from delegations d where d.org_id = a.org_id and d.agent_id = a.id) x) as delegations
+    from agents a
+    where a.org_id = ${orgId} and a.id = any(${agentIds}::uuid[])`.execute(tx);
+  for (const id of agentIds) org.agents.set(id, null);
+  for (const a of rows) {
+    org.agents.set(a.id, {
+      agent: {
+        id: a.id,
+        status: a.status,
+        gatewayAccess: a.gateway_access,
+        environment: a.environment,
+        criticality: a.criticality,
+        dataClassification: a.data_classification,
+      },
+      bindings: a.bindings.map((b) => ({
         id: b.id,
         targetKind: b.target_kind,
         targetId: b.target_id,
@@ -125,9 +219,7 @@ export async function loadDecisionState(tx: Tx, orgId: string, agentId: string, 
         expiresAt: isoOrNull(b.expires_at),
         identityId: b.identity_id,
       })),
-      delegations: r.delegations.map((d) => ({ principalRef: d.principal_ref, scopes: d.scopes, expiresAt: isoOrNull(d.expires_at) })),
-      denyClassRules: r.deny_rules.map((d) => ({ id: d.id, privilegeClass: d.privilege_class, agentId: d.agent_id })),
-      rules: r.rules,
-    },
-  };
+      delegations: a.delegations.map((d) => ({ principalRef: d.principal_ref, scopes: d.scopes, expiresAt: isoOrNull(d.expires_at) })),
+    });
+  }
 }
