@@ -11,7 +11,7 @@ import { ApiError } from './platform/errors.js';
 import { registerErrorHandler } from './platform/error-handler.js';
 import { createLogger } from './platform/logger.js';
 import { API_PREFIX, registerOpenApi } from './platform/openapi.js';
-import { databaseRateLimitStore, HitCounter, rateGroupOf, rateKey, rateMax } from './platform/rate-limit.js';
+import { databaseRateLimitStore, HitCounter, rateGroupOf, rateLimited, rateKey, rateMax } from './platform/rate-limit.js';
 import { registerCallerExtension } from './platform/route.js';
 import { registerTracing } from './platform/tracing.js';
 import { EvidenceSigner } from './modules/evidence/signer.js';
@@ -91,16 +91,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     store: databaseRateLimitStore(app.deps.hits),
     keyGenerator: rateKey,
     max: (req) => rateMax(config, req),
-    allowList: (req) => !req.routeOptions.config.caller || rateGroupOf(req) === 'none',
-    errorResponseBuilder: (_req, ctx) => {
-      const seconds = Math.max(1, Math.ceil(ctx.ttl / 1000));
-      return new ApiError(
-        'rate_limited',
-        `Too many requests: at most ${ctx.max} a minute. Retry in ${seconds} s.`,
-        { retry_after_seconds: seconds, limit_per_minute: ctx.max },
-        { 'retry-after': String(seconds) },
-      );
-    },
+    allowList: (req) => !req.routeOptions.config.caller || ['none', 'gateway_submission'].includes(rateGroupOf(req)),
+    errorResponseBuilder: (_req, ctx) => rateLimited(ctx.max, ctx.ttl),
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));

@@ -9,8 +9,12 @@ import type { HitCounter } from './rate-limit.js';
 /** Who may call an operation: a permission, or one of the spec's caller kinds. */
 export type Caller = Permission | 'signed in' | 'onboarding' | 'public' | 'agent' | 'client';
 
-/** Rate-limit group of an operation (spec Limits). Persons are limited per user, the rest per IP. */
-export type RateGroup = 'person' | 'signin' | 'public' | 'gateway' | 'token' | 'none';
+/**
+ * Rate-limit group of an operation (spec Limits). Persons are limited per user, agents per agent, the
+ * rest per IP. `gateway_submission`: the gateway budget, counted by the submission's own batch
+ * (POST /actions) instead of the request hook.
+ */
+export type RateGroup = 'person' | 'signin' | 'public' | 'gateway' | 'gateway_submission' | 'token' | 'none';
 
 export interface PersonPrincipal {
   kind: 'person';

@@ -79,17 +79,25 @@ export class HitCounter {
   }
 }
 
+/** 429 rate_limited with Retry-After: the time left in the window. */
+export function rateLimited(max: number, ttlMs: number): ApiError {
+  const seconds = Math.max(1, Math.ceil(ttlMs / 1000));
+  return new ApiError(
+    'rate_limited',
+    `Too many requests: at most ${max} a minute. Retry in ${seconds} s.`,
+    { retry_after_seconds: seconds, limit_per_minute: max },
+    { 'retry-after': String(seconds) },
+  );
+}
+
 /** Refuses with 429 rate_limited (and Retry-After) once `key` has had more than `max` hits this minute. */
 export async function enforceLimit(counter: HitCounter, key: string, max: number): Promise<void> {
   const { current, ttl } = await counter.hit(key, 60_000);
-  if (current > max) {
-    const seconds = Math.max(1, Math.ceil(ttl / 1000));
-    throw new ApiError('rate_limited', `Too many requests: at most ${max} a minute. Retry in ${seconds} s.`, {
-      retry_after_seconds: seconds,
-      limit_per_minute: max,
-    }, { 'retry-after': String(seconds) });
-  }
+  if (current > max) throw rateLimited(max, ttl);
 }
+
+/** An agent's gateway budget, shared by every gateway operation. */
+export const agentRateKey = (agentId: string) => `agent:${agentId}`;
 
 /** A @fastify/rate-limit store on the shared hit counter. */
 export function databaseRateLimitStore(counter: HitCounter) {
@@ -118,7 +126,7 @@ export function rateKey(req: FastifyRequest): string {
   const group = rateGroupOf(req);
   const p = req.principal;
   if (group === 'person' && p && p.kind !== 'agent') return `person:${p.userId}`;
-  if (group === 'gateway' && p?.kind === 'agent') return `agent:${p.agentId}`;
+  if (group === 'gateway' && p?.kind === 'agent') return agentRateKey(p.agentId);
   if (group === 'token') {
     // Token exchange is limited per client; the body is parsed but not yet validated here.
     const clientId = (req.body as { client_id?: unknown } | undefined)?.client_id;
@@ -134,6 +142,7 @@ export function rateMax(config: Config, req: FastifyRequest): number {
     case 'public':
       return config.rateLimits.publicPerMinute;
     case 'gateway':
+    case 'gateway_submission':
       return config.rateLimits.gatewayPerMinute;
     case 'token':
       return config.rateLimits.tokenPerMinute;

@@ -431,6 +431,38 @@ describe('gateway: actions, decisions and approvals', () => {
           codes.push(res.statusCode);
         }
         expect(codes).toEqual([200, 200, 200, 429]);
+        const refused = await limited.app.inject({
+          method: 'POST',
+          url: api('/actions'),
+          headers: { authorization: `Bearer ${tok}`, 'idempotency-key': 'limit-key-late' },
+          payload: lookup,
+        });
+        expect(refused.json()).toMatchObject({ error: { code: 'rate_limited', details: { limit_per_minute: 3 } } });
+        expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+
+        // Submissions that arrive together are counted together, exactly: a second agent's six at once get three answers.
+        const other = (await a.client.post(api('/agents'), { name: 'Bursty' })).json();
+        const otherIdentity = (await a.client.post(api(`/agents/${other.id}/identities`))).json();
+        const otherTok = (
+          await limited.app.inject({ method: 'POST', url: api('/identities/token'), payload: { grant_type: 'client_credentials', ...otherIdentity } })
+        ).json().access_token;
+        const burst = await Promise.all(
+          Array.from({ length: 6 }, (_, i) =>
+            limited.app.inject({
+              method: 'POST',
+              url: api('/actions'),
+              headers: { authorization: `Bearer ${otherTok}`, 'idempotency-key': `burst-key-${i}` },
+              payload: lookup,
+            }),
+          ),
+        );
+        expect(burst.map((r) => r.statusCode).sort()).toEqual([200, 200, 200, 429, 429, 429]);
+        // The status lookup draws on the same budget.
+        const lookupStatus = await limited.app.inject({
+          url: api(`/actions/gateway/${burst.find((r) => r.statusCode === 200)!.json().action.id}`),
+          headers: { authorization: `Bearer ${otherTok}` },
+        });
+        expect(lookupStatus.statusCode).toBe(429);
       } finally {
         await limited.close();
       }

@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import { inScope, type Tx } from '../../db/database.js';
 import type { ActionRequestsTable, ApprovalsTable, DB } from '../../db/schema.js';
 import { ApiError, notFound } from '../../platform/errors.js';
+import { agentRateKey, enforceLimit, rateLimited } from '../../platform/rate-limit.js';
 import { isUniqueViolation } from '../../platform/schemas.js';
 import { appendEvidence, chainEvents, lockHead, recordValues, type EvidenceEvent } from '../evidence/chain.js';
 import type { actionIn, SubmissionOut } from './actions.schemas.js';
@@ -235,14 +236,34 @@ function prepare(who: Submitter, key: string, body: ActionIn, hash: string, stat
   };
 }
 
+/** The hits of a batch on the agents' gateway budgets: keys in sorted order, so rows lock in one order. */
+interface BatchHits {
+  keys: string[];
+  counts: number[];
+  windowStart: number;
+}
+
 /**
- * In one statement: the organisation's registry version, which of the batch's (agent, key) pairs are
- * already taken, and the evidence chain's head, locked for this transaction (null before the first
- * record).
+ * In one statement: the batch's hits counted on the agents' gateway budgets, the organisation's
+ * registry version, which of the batch's (agent, key) pairs are already taken, and the evidence
+ * chain's head, locked for this transaction (null before the first record).
  */
-async function probe(tx: Tx, orgId: string, batch: Job[]) {
-  const { rows } = await sql<{ version: string | null; taken: string[] | null; head: { seq: number; hash: string } | null }>`
+async function probe(tx: Tx, orgId: string, batch: Job[], hits: BatchHits) {
+  const { rows } = await sql<{
+    hits: Record<string, number> | null;
+    version: string | null;
+    taken: string[] | null;
+    head: { seq: number; hash: string } | null;
+  }>`
+    with hits as (
+      insert into rate_limit_buckets as b (key, window_start, count)
+        select k, ${hits.windowStart}::bigint, n from unnest(${hits.keys}::text[], ${hits.counts}::int[]) as u(k, n)
+      on conflict (key) do update set
+        count = case when b.window_start = excluded.window_start then b.count + excluded.count else excluded.count end,
+        window_start = excluded.window_start
+      returning key, count)
     select
+      (select json_object_agg(key, count) from hits) as hits,
       (select version from registry_versions where org_id = ${orgId}) as version,
       (select array_agg(a.agent_id || ' ' || a.idempotency_key)
          from unnest(${batch.map((j) => j.who.agentId)}::uuid[], ${batch.map((j) => j.key)}::text[]) as k(agent_id, key)
@@ -250,11 +271,15 @@ async function probe(tx: Tx, orgId: string, batch: Job[]) {
       (select json_build_object('seq', seq, 'hash', hash) from evidence_heads where org_id = ${orgId} for update) as head`.execute(tx);
   const r = rows[0];
   return {
+    hits: r?.hits ?? {},
     version: r?.version ?? '0',
     taken: new Set(r?.taken ?? []),
     head: r?.head ? { seq: Number(r.head.seq), hash: r.head.hash } : await lockHead(tx, orgId),
   };
 }
+
+/** The gateway budget's window. */
+const RATE_WINDOW_MS = 60_000;
 
 /** The most submissions one group commit carries. */
 const MAX_BATCH = 128;
@@ -313,16 +338,38 @@ export class ActionsService {
    */
   private async runBatch(orgId: string, batch: Job[]): Promise<void> {
     const { db, clock, evidence } = this.app.deps;
+    const limit = this.app.deps.config.rateLimits.gatewayPerMinute;
     const outcomes = new Map<Job, Outcome>();
     try {
       await inScope(db, { orgId }, async (tx) => {
         outcomes.clear();
         const now = clock.now();
-        const { version, taken, head } = await probe(tx, orgId, batch);
+        // Gateway submissions count against their agent's budget here, in the batch's first statement.
+        const budgets = new Map<string, Job[]>();
+        for (const job of batch) {
+          if (job.who.source !== 'gateway') continue;
+          const k = agentRateKey(job.who.agentId);
+          budgets.set(k, [...(budgets.get(k) ?? []), job]);
+        }
+        const keys = [...budgets.keys()].sort();
+        const windowStart = Math.floor(now.getTime() / RATE_WINDOW_MS) * RATE_WINDOW_MS;
+        const { hits, version, taken, head } = await probe(tx, orgId, batch, {
+          keys,
+          counts: keys.map((k) => budgets.get(k)!.length),
+          windowStart,
+        });
+        for (const [k, jobs] of budgets) {
+          // The key's jobs took the last jobs.length places of its window, in arrival order.
+          const total = Number(hits[k] ?? jobs.length);
+          jobs.forEach((job, i) => {
+            if (total - jobs.length + 1 + i > limit) outcomes.set(job, { error: rateLimited(limit, windowStart + RATE_WINDOW_MS - now.getTime()) });
+          });
+        }
         const view = await this.snapshots.load(tx, orgId, batch.map((j) => j.who.agentId), version);
         const fresh: Prepared[] = [];
         const oneByOne: Job[] = [];
         for (const job of batch) {
+          if (outcomes.has(job)) continue;
           const pair = `${job.who.agentId} ${job.key}`;
           if (taken.has(pair)) {
             oneByOne.push(job);
@@ -384,6 +431,8 @@ export class ActionsService {
 
   /** One submission in its own transaction; a racing insert of the same key answers as its replay. */
   private async submitAlone(who: Submitter, key: string, body: ActionIn): Promise<SubmissionOut> {
+    // The batch's hits rolled back with it.
+    if (who.source === 'gateway') await enforceLimit(this.app.deps.hits, agentRateKey(who.agentId), this.app.deps.config.rateLimits.gatewayPerMinute);
     const once = () =>
       inScope(this.app.deps.db, { orgId: who.orgId }, async (tx) => {
         const now = this.app.deps.clock.now();

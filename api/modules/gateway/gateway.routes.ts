@@ -95,7 +95,8 @@ export async function gatewayRoutes(app: FastifyInstance): Promise<void> {
   r.post(
     '/actions',
     {
-      ...caller('agent'),
+      // Counted against the agent's gateway budget inside the submission's batch (ActionsService).
+      ...caller('agent', 'gateway_submission'),
       schema: {
         summary: 'Submit a proposed tool call: decided, run only when allowed, recorded as evidence',
         tags,
