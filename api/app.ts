@@ -15,6 +15,7 @@ import { databaseRateLimitStore, HitCounter, rateGroupOf, rateLimited, rateKey, 
 import { registerCallerExtension } from './platform/route.js';
 import { registerTracing } from './platform/tracing.js';
 import { EvidenceSigner } from './modules/evidence/signer.js';
+import { DecisionSnapshots } from './modules/gateway/snapshot.js';
 import { RevocationCache } from './modules/identities/revocation.js';
 import { TokenService } from './modules/identities/tokens.js';
 import { apiRoutes } from './routes.js';
@@ -52,6 +53,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     revocations: new RevocationCache(deps.db, clock, config.revocationCacheMs),
     evidence: new EvidenceSigner(config.tokenSigningSeed),
     hits: new HitCounter(deps.db, clock),
+    snapshots: new DecisionSnapshots(),
   });
   // An empty JSON body is no body: operations that take none accept it, the others answer 422 naming
   // the body. Non-empty bodies keep fastify's parser and its prototype-poisoning protection.

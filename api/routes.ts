@@ -10,6 +10,7 @@ import { gatewayRoutes } from './modules/gateway/gateway.routes.js';
 import { identitiesRoutes } from './modules/identities/identities.routes.js';
 import { inventoryRoutes } from './modules/inventory/inventory.routes.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
+import { policiesRoutes } from './modules/policies/policies.routes.js';
 import { notificationsRoutes } from './modules/notifications/notifications.routes.js';
 import { rolesRoutes } from './modules/roles/roles.routes.js';
 import { settingsRoutes } from './modules/settings/settings.routes.js';
@@ -44,4 +45,5 @@ export async function apiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(inventoryRoutes);
   await app.register(evidenceRoutes);
   await app.register(gatewayRoutes);
+  await app.register(policiesRoutes);
 }

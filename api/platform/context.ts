@@ -5,6 +5,7 @@ import type { RevocationCache } from '../modules/identities/revocation.js';
 import type { TokenService } from '../modules/identities/tokens.js';
 import type { EvidenceSigner } from '../modules/evidence/signer.js';
 import type { HitCounter } from './rate-limit.js';
+import type { DecisionSnapshots } from '../modules/gateway/snapshot.js';
 
 /** Who may call an operation: a permission, or one of the spec's caller kinds. */
 export type Caller = Permission | 'signed in' | 'onboarding' | 'public' | 'agent' | 'client';
@@ -81,6 +82,8 @@ declare module 'fastify' {
       revocations: RevocationCache;
       evidence: EvidenceSigner;
       hits: HitCounter;
+      /** Each organisation's registry as decisions read it, in memory (gateway and simulation share it). */
+      snapshots: DecisionSnapshots;
     };
   }
 }

@@ -13,7 +13,7 @@ import type { actionIn, SubmissionOut } from './actions.schemas.js';
 import { decide } from './engine/decide.js';
 import type { Decision } from './engine/types.js';
 import { redact, SAMPLE_EXECUTORS } from './executors.js';
-import { DecisionSnapshots, type DecisionState, type OrgView } from './snapshot.js';
+import type { DecisionSnapshots, DecisionState, OrgView } from './snapshot.js';
 
 const canonicalize = createRequire(import.meta.url)('canonicalize') as (input: unknown) => string | undefined;
 
@@ -296,9 +296,9 @@ type Outcome = { ok: SubmissionOut } | { error: unknown };
 
 export class ActionsService {
   readonly tokens: ApprovalTokens;
-  /** Each organisation's registry, in memory, as of its registry version. */
-  readonly snapshots = new DecisionSnapshots();
+  private readonly snapshots: DecisionSnapshots;
   constructor(private readonly app: FastifyInstance) {
+    this.snapshots = app.deps.snapshots;
     this.tokens = new ApprovalTokens(app.deps.config.tokenSigningSeed);
   }
 

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
+import { compileRules, type CompiledRule } from './engine/compile.js';
 import type { AgentView, BindingView, DelegationView, Rule, Snapshot, ToolView } from './engine/types.js';
 
 /** Everything one decision reads besides the request. */
@@ -48,7 +49,7 @@ interface OrgRow {
   servers: Array<{ id: string; trust_state: Snapshot['mcpServers'][string]['trustState'] }>;
   credentials: Array<{ id: string; status: string }>;
   deny_rules: Array<{ id: string; privilege_class: string; agent_id: string | null }>;
-  rules: Array<Rule & { policy: string }>;
+  versions: Array<{ id: string; policy: string; rules: Rule[] }>;
 }
 
 interface AgentRow {
@@ -71,6 +72,24 @@ interface AgentRow {
 }
 
 const isoOrNull = (v: string | null) => (v ? new Date(v).toISOString() : null);
+
+/** Published versions never change, so each is compiled once per process (bounded). */
+const compiledVersions = new Map<string, CompiledRule[]>();
+
+function compiledVersion(id: string, policy: string, rules: Rule[]): CompiledRule[] {
+  let compiled = compiledVersions.get(id);
+  if (!compiled) {
+    try {
+      compiled = compileRules(rules, policy);
+    } catch {
+      // Validated when written, so only an operator set changed since can get here: fail closed.
+      compiled = [{ id: 'unavailable', effect: 'deny', reason_code: 'POLICY_UNAVAILABLE', conditions: [], policy, compiled: [] }];
+    }
+    if (compiledVersions.size >= 10_000) compiledVersions.delete(compiledVersions.keys().next().value!);
+    compiledVersions.set(id, compiled);
+  }
+  return compiled;
+}
 
 /** The organisation's registry version, read in the caller's transaction ('0': never changed). */
 export async function registryVersion(tx: Tx, orgId: string): Promise<string> {
@@ -155,11 +174,10 @@ async function loadOrg(tx: Tx, orgId: string, version: string): Promise<OrgRegis
       (select coalesce(json_agg(x), '[]') from (
          select id, privilege_class, agent_id
          from deny_class_rules where org_id = ${orgId} and lifted_at is null) x) as deny_rules,
-      (select coalesce(json_agg(r.rule || jsonb_build_object('policy', p.key) order by p.key, r.ord), '[]')
+      (select coalesce(json_agg(json_build_object('id', v.id, 'policy', p.key, 'rules', v.rules) order by p.key), '[]')
          from policies p
          join policy_versions v on v.policy_id = p.id and v.number = p.published_version
-         cross join lateral jsonb_array_elements(v.rules) with ordinality as r(rule, ord)
-         where p.org_id = ${orgId} and p.status = 'active') as rules`.execute(tx);
+         where p.org_id = ${orgId} and p.status = 'active') as versions`.execute(tx);
   const r = rows[0]!;
   return {
     version,
@@ -182,7 +200,7 @@ async function loadOrg(tx: Tx, orgId: string, version: string): Promise<OrgRegis
     credentials: new Map(r.credentials.map((c) => [c.id, c.status])),
     mcpServers: Object.fromEntries(r.servers.map((s) => [s.id, { trustState: s.trust_state }])),
     denyClassRules: r.deny_rules.map((d) => ({ id: d.id, privilegeClass: d.privilege_class, agentId: d.agent_id })),
-    rules: r.rules,
+    rules: r.versions.flatMap((v) => compiledVersion(v.id, v.policy, v.rules)),
     agents: new Map(),
   };
 }

@@ -3,6 +3,8 @@
  * nothing but its arguments, so POST /actions, the console and policy simulation share it, and
  * decision cases are data (test/fixtures/decisions).
  */
+import type { CompiledRule } from './compile.js';
+
 export type Effect = 'allow' | 'deny' | 'require_approval';
 
 export interface ActionRequest {
@@ -50,7 +52,8 @@ export interface DelegationView {
 }
 
 export interface Condition {
-  field: string;
+  /** Absent for `cel`, which reads the whole input. */
+  field?: string;
   op: string;
   value?: unknown;
 }
@@ -77,8 +80,8 @@ export interface Snapshot {
   bindings: BindingView[];
   delegations: DelegationView[];
   denyClassRules: DenyClassRule[];
-  /** Rules of published, active policies, in policy order. */
-  rules: Array<Rule & { policy?: string }>;
+  /** Rules of published, active policies, in policy order, compiled once per version. */
+  rules: CompiledRule[];
 }
 
 export interface DecisionInput {
@@ -88,6 +91,8 @@ export interface DecisionInput {
   now: string;
   /** A valid approval for exactly this request was presented. */
   approvalPresent?: boolean;
+  /** Trace every rule with each condition's result, not only the rules that matched (simulation). */
+  explain?: boolean;
 }
 
 export interface TraceEntry {

@@ -1,8 +1,6 @@
 import type { DecisionContext, Step } from '../context.js';
 import { deny, pass } from '../context.js';
-import { decisionDocument, readField } from '../fields.js';
-import { OPERATORS } from '../operators.js';
-import type { Rule } from '../types.js';
+import { decisionDocument } from '../fields.js';
 
 const PRIVILEGED = new Set(['write', 'destructive', 'financial', 'admin']);
 
@@ -28,17 +26,22 @@ export const mcpTrust: Step = (ctx) => {
   pass(ctx, 'POL-006', { mcp_trust_state: trust });
 };
 
-export function ruleMatches(rule: Rule, doc: Record<string, unknown>): boolean {
-  return rule.conditions.every((c) => OPERATORS[c.op]?.(readField(doc, c.field), c.value) ?? false);
-}
-
-/** Rules of published policies; every condition of a rule must hold for its effect to apply. */
+/** Rules of published policies (or the drafts simulated); every condition must hold for the effect. */
 export const publishedRules: Step = (ctx: DecisionContext) => {
   if (ctx.snapshot.rules.length === 0) return;
   const doc = decisionDocument(ctx);
+  const explain = ctx.input.explain === true;
   for (const rule of ctx.snapshot.rules) {
-    if (!ruleMatches(rule, doc)) continue;
-    const detail = { rule_id: rule.id, ...(rule.policy ? { policy: rule.policy } : {}) };
+    const results = explain ? rule.compiled.map((c) => c.test(doc)) : undefined;
+    const matched = results ? results.every(Boolean) : rule.compiled.every((c) => c.test(doc));
+    const detail: Record<string, unknown> = { rule_id: rule.id, ...(rule.policy ? { policy: rule.policy } : {}) };
+    if (results) {
+      detail.conditions = rule.compiled.map((c, i) => ({ ...(c.field ? { field: c.field } : {}), op: c.op, matched: results[i] }));
+    }
+    if (!matched) {
+      if (explain) ctx.trace.push({ step: 'policy', outcome: 'skip', reason: rule.reason_code, detail });
+      continue;
+    }
     if (rule.effect === 'deny') deny(ctx, 'policy', rule.reason_code, detail);
     else if (rule.effect === 'require_approval') {
       ctx.approvals.push({ reason: rule.reason_code, count: Math.max(1, rule.obligations?.approvals_required ?? 1) });
