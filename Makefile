@@ -1,7 +1,7 @@
 # Tollgate. `make` lists the targets.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps postgres build run test bench lint docs clean
+.PHONY: help deps postgres kube build run test bench lint docs clean
 
 NPM_STAMP := node_modules/.package-lock.json
 SOURCES := $(shell find api controller sidecar -name '*.ts' 2>/dev/null) cli.ts tsconfig.json
@@ -21,6 +21,9 @@ postgres: ## install PostgreSQL 15 (Debian) for the tests when no server is inst
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 >/dev/null; \
 	else echo "install PostgreSQL 15 or newer, or set DATABASE_URL" >&2; exit 1; fi
 
+kube: ## build the kube-apiserver and etcd the tests start (Go; about 8 minutes once per pin, then cached in ~/.cache/tollgate/kube)
+	@bash scripts/build-kube.sh >/dev/null
+
 dist/cli.js: $(NPM_STAMP) $(SOURCES)
 	npx tsc -p tsconfig.json
 	@touch $@
@@ -30,7 +33,7 @@ build: dist/cli.js ## compile TypeScript into dist/
 run: build ## start the API on http://127.0.0.1:8080 (embedded database in ./.data, demo organisation, dev sign-in)
 	SEED_DEMO=$${SEED_DEMO:-true} node dist/cli.js api
 
-test: build postgres ## run every test (starts a throwaway PostgreSQL unless DATABASE_URL is set)
+test: build postgres kube ## run every test (starts a throwaway PostgreSQL unless DATABASE_URL is set, and a Kubernetes API server)
 	@mkdir -p .cache
 	@rm -f .cache/vitest.json
 	@status=0; npx vitest run --reporter=default --reporter=json --outputFile.json=.cache/vitest.json || status=$$?; \

@@ -1,10 +1,11 @@
 import { benchApiRequests } from './api-requests.js';
 import { benchDecisions } from './decisions.js';
+import { benchPolicy } from './policy.js';
 import { benchTokenVerify } from './token-verify.js';
 
 /**
  * `make bench`: every benchmark, printed as tables. BENCH_SECONDS and BENCH_CONNECTIONS tune the HTTP
- * load; BENCH_ONLY=<name> runs one (token-verify, api-requests, decisions). BENCH_AGENTS sets the
+ * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions). BENCH_AGENTS sets the
  * concurrency of the decisions benchmark (default 32).
  */
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -14,6 +15,10 @@ const only = process.env.BENCH_ONLY;
 if (!only || only === 'token-verify') {
   console.log('token-verify: in-process, 20000 verifications of one agent token');
   console.table(await benchTokenVerify(20_000));
+}
+if (!only || only === 'policy') {
+  console.log('policy: the pure decision engine in-process, 50 policies of 200 rules in all, a mix of 16 requests, CPU time of one thread');
+  console.table(benchPolicy());
 }
 if (!only || only === 'api-requests') {
   console.log(`api-requests: ${connections} connections, ${seconds} s per operation, durable PostgreSQL, 2-process loopback`);

@@ -233,7 +233,7 @@ describe('policies: versions, four-eyes publishing, operators and simulation', (
       expect(sim.json()).toMatchObject({ decision: 'require_approval', reason_codes: ['BIG_PAYMENT', 'TOOL_APPROVAL_REQUIRED'], approvals_required: 2, rules_evaluated: 'draft' });
       const policySteps = sim.json().trace.filter((s: { step: string }) => s.step === 'policy');
       expect(policySteps).toEqual([
-        expect.objectContaining({ outcome: 'require_approval', detail: { rule_id: 'big', conditions: [{ field: 'action.amount', op: 'gt', matched: true }, { op: 'cel', matched: true }] } }),
+        expect.objectContaining({ outcome: 'require_approval', detail: { rule_id: 'big', conditions: [{ field: 'action.amount', op: 'gt', matched: true }, { op: 'cel', expression: 'action.currency in ["EUR", "USD"]', matched: true }] } }),
         expect.objectContaining({ outcome: 'skip', detail: { rule_id: 'weekend', conditions: [{ field: 'time.weekday', op: 'in', matched: false }] } }),
       ]);
       const approved = await developer.client.post(api('/policies/simulate'), { agent_id: agentId, ...payment(250), draft_rules: drafts, approval_present: true });

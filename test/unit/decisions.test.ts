@@ -2,7 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { decide } from '../../api/modules/gateway/engine/decide.js';
-import type { DecisionInput, Snapshot } from '../../api/modules/gateway/engine/types.js';
+import { compileRules } from '../../api/modules/gateway/engine/compile.js';
+import type { DecisionInput, Rule, Snapshot } from '../../api/modules/gateway/engine/types.js';
 
 /**
  * Decision cases as data: each file in test/fixtures/decisions holds an input and a snapshot (both
@@ -24,7 +25,9 @@ const cases = readdirSync(dir)
   .filter((f) => f.endsWith('.json') && !f.startsWith('_'))
   .map((file) => {
     const c = JSON.parse(readFileSync(path.join(dir, file), 'utf8'));
-    return { file, ...c, input: merge(base.input, c.input), snapshot: merge(base.snapshot, c.snapshot) };
+    const snapshot = merge(base.snapshot, c.snapshot) as Snapshot & { rules: Rule[] };
+    // Rules are stored as written; the engine runs them compiled, as the gateway does.
+    return { file, ...c, input: merge(base.input, c.input), snapshot: { ...snapshot, rules: compileRules(snapshot.rules) } };
   });
 
 describe('decision engine', () => {

@@ -83,7 +83,7 @@ function compiledVersion(id: string, policy: string, rules: Rule[]): CompiledRul
       compiled = compileRules(rules, policy);
     } catch {
       // Validated when written, so only an operator set changed since can get here: fail closed.
-      compiled = [{ id: 'unavailable', effect: 'deny', reason_code: 'POLICY_UNAVAILABLE', conditions: [], policy, compiled: [] }];
+      compiled = [{ id: 'unavailable', effect: 'deny', reason_code: 'POLICY_UNAVAILABLE', conditions: [], policy, compiled: [], ordered: [] }];
     }
     if (compiledVersions.size >= 10_000) compiledVersions.delete(compiledVersions.keys().next().value!);
     compiledVersions.set(id, compiled);

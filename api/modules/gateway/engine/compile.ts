@@ -1,6 +1,6 @@
 import { Environment } from '@marcbachmann/cel-js';
 import { RE2JS } from 're2js';
-import { readField } from './fields.js';
+import { readPath } from './fields.js';
 import { OPERATORS } from './operators.js';
 import type { Condition, Rule } from './types.js';
 
@@ -69,7 +69,10 @@ export interface CompiledCondition extends Condition {
 /** A rule whose conditions are compiled; `policy` names the policy it came from. */
 export interface CompiledRule extends Rule {
   policy?: string;
+  /** The conditions as written (the explain trace lists them so). */
   compiled: CompiledCondition[];
+  /** The same, cheapest first: comparisons, then regular expressions, then CEL. All must hold, so order changes no result. */
+  ordered: CompiledCondition[];
 }
 
 export interface PolicyProblem {
@@ -88,16 +91,84 @@ export class InvalidPolicy extends Error {
 }
 
 const MAX_CEL_LENGTH = 2000;
+/** Relative cost of an operator, to test cheap conditions first. */
+const COST: Record<string, number> = Object.fromEntries(Object.keys(OPERATOR_SPECS).map((op) => [op, op === 'cel' ? 2 : op === 'matches' ? 1 : 0]));
 const MAX_REGEX_LENGTH = 1000;
 
-/** One CEL environment: the decision document's top-level keys, bounded in size and depth. */
-const celEnv = new Environment({ limits: { maxAstNodes: 1000, maxDepth: 32, maxListElements: 500, maxMapEntries: 200, maxCallArguments: 16 } })
+/**
+ * One CEL environment: the decision document with its keys declared, so a misspelt key is refused when
+ * the policy is written instead of never matching; bounded in size and depth. Values that may be null
+ * are `dyn`; `action.parameters` is the request's own map.
+ */
+const celCheckEnv = new Environment({ limits: { maxAstNodes: 1000, maxDepth: 32, maxListElements: 100, maxMapEntries: 100, maxCallArguments: 16 } })
+  .registerVariable({
+    name: 'tool',
+    schema: { key: 'string', privilege_class: 'dyn', approval_class: 'dyn', target_type: 'string', mcp_trust_state: 'dyn' },
+  })
+  .registerVariable({
+    name: 'action',
+    schema: { operation: 'string', target: 'string', amount: 'dyn', currency: 'dyn', parameters: 'map', justification: 'dyn' },
+  })
+  .registerVariable({ name: 'agent', schema: { id: 'string', environment: 'string', criticality: 'string', data_classification: 'dyn' } })
+  .registerVariable({ name: 'principal', schema: { on_behalf_of: 'dyn' } })
+  .registerVariable('environment', 'string')
+  .registerVariable({ name: 'time', schema: { hour: 'dyn', weekday: 'dyn' } });
+
+/** The environment programs run in: the same variables as plain maps, so no value is converted per call. */
+const celRunEnv = new Environment({ limits: { maxAstNodes: 1000, maxDepth: 32, maxListElements: 100, maxMapEntries: 100, maxCallArguments: 16 } })
   .registerVariable('tool', 'map')
   .registerVariable('action', 'map')
   .registerVariable('agent', 'map')
   .registerVariable('principal', 'map')
   .registerVariable('environment', 'string')
   .registerVariable('time', 'map');
+
+const COMPREHENSIONS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
+
+interface CelNode {
+  op: string;
+  args: unknown;
+}
+const isNode = (x: unknown): x is CelNode => typeof x === 'object' && x !== null && 'op' in x && 'args' in x;
+
+/**
+ * What the CEL library would run unsafely, refused when the policy is written: its `matches` uses the
+ * JavaScript regular expression engine (exponential backtracking on agent-chosen input; the `matches`
+ * operator runs RE2 instead), and a comprehension inside another is quadratic in request-sized lists.
+ */
+function unsafeCel(node: unknown, depth = 0): string | undefined {
+  if (Array.isArray(node)) {
+    for (const x of node) {
+      const found = unsafeCel(x, depth);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (!isNode(node)) return undefined;
+  let inner = depth;
+  if ((node.op === 'call' || node.op === 'rcall') && Array.isArray(node.args)) {
+    const name = node.args[0];
+    if (name === 'matches') return 'matches() is not available in CEL here: use the matches operator (RE2, linear time)';
+    if (typeof name === 'string' && COMPREHENSIONS.has(name)) {
+      if (depth >= 1) return `${name}() inside another comprehension is not allowed (its cost grows with the square of the input)`;
+      inner = depth + 1;
+    }
+  }
+  return unsafeCel(node.args, inner);
+}
+
+/** Runs a compiled CEL program; an error (a missing key) is no match. Errors skip their stack trace. */
+function runCel(program: (ctx: Record<string, unknown>) => unknown, doc: Record<string, unknown>): boolean {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return program(doc) === true;
+  } catch {
+    return false;
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
 
 const isScalar = (v: unknown) => v === null || ['string', 'number', 'boolean'].includes(typeof v);
 const typeOf = (v: unknown): FieldType | 'null' | 'other' =>
@@ -118,25 +189,19 @@ function compileCondition(c: Condition): CompiledCondition | string {
     if (c.field !== undefined && c.field !== '') return 'a cel condition takes no field: the expression reads the whole input';
     if (typeof c.value !== 'string' || c.value.trim() === '') return 'cel needs the expression as a string value';
     if (c.value.length > MAX_CEL_LENGTH) return `the CEL expression is longer than ${MAX_CEL_LENGTH} characters`;
-    let program: ReturnType<typeof celEnv.parse>;
+    let program: ReturnType<typeof celCheckEnv.parse>;
     try {
-      program = celEnv.parse(c.value);
+      program = celCheckEnv.parse(c.value);
     } catch (err) {
       return `the CEL expression does not parse: ${firstLine(err)}`;
     }
     const checked = program.check();
     if (!checked.valid) return `the CEL expression does not type-check: ${firstLine(checked.error)}`;
     if (checked.type !== 'bool' && checked.type !== 'dyn') return `the CEL expression gives ${checked.type}, not bool`;
-    return {
-      ...c,
-      test: (doc) => {
-        try {
-          return program(doc) === true;
-        } catch {
-          return false;
-        }
-      },
-    };
+    const unsafe = unsafeCel(program.ast);
+    if (unsafe) return unsafe;
+    const run = celRunEnv.parse(c.value);
+    return { ...c, test: (doc) => runCel(run, doc) };
   }
 
   if (typeof c.field !== 'string') return 'the condition needs a field';
@@ -175,18 +240,18 @@ function compileCondition(c: Condition): CompiledCondition | string {
       } catch (err) {
         return `the regular expression is not valid RE2 syntax: ${firstLine(err)}`;
       }
-      const field = c.field;
-      return { ...c, test: (doc) => matchesRegex(re, readField(doc, field)) };
+      const path = c.field.split('.');
+      return { ...c, test: (doc) => matchesRegex(re, readPath(doc, path)) };
     }
   }
   const op = OPERATORS[c.op]!;
-  const field = c.field;
+  const path = c.field.split('.');
   const value = c.value;
-  return { ...c, test: (doc) => op(readField(doc, field), value) };
+  return { ...c, test: (doc) => op(readPath(doc, path), value) };
 }
 
 function matchesRegex(re: RE2JS, actual: unknown): boolean {
-  return typeof actual === 'string' && re.matcher(actual).find();
+  return typeof actual === 'string' && re.test(actual);
 }
 
 function firstLine(err: unknown): string {
@@ -217,7 +282,8 @@ export function compileRules(rules: Rule[], policy?: string): CompiledRule[] {
       }
       return result;
     });
-    return { ...rule, ...(policy ? { policy } : {}), compiled: conditions.filter((c): c is CompiledCondition => c !== undefined) };
+    const compiled = conditions.filter((c): c is CompiledCondition => c !== undefined);
+    return { ...rule, ...(policy ? { policy } : {}), compiled, ordered: [...compiled].sort((a, b) => COST[a.op]! - COST[b.op]!) };
   });
   if (problems.length > 0) throw new InvalidPolicy(problems);
   return compiled;

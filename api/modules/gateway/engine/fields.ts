@@ -39,9 +39,17 @@ export function decisionDocument(ctx: DecisionContext): Record<string, unknown> 
 
 /** Reads a dotted path (`action.parameters.amount`) from the document; undefined when absent. */
 export function readField(doc: unknown, path: string): unknown {
+  return readPath(doc, path.split('.'));
+}
+
+/**
+ * Reads a path already split into its parts. Own properties only: `action.parameters.constructor`
+ * or `__proto__` read nothing, whatever the request holds.
+ */
+export function readPath(doc: unknown, parts: readonly string[]): unknown {
   let v: unknown = doc;
-  for (const part of path.split('.')) {
-    if (v === null || typeof v !== 'object') return undefined;
+  for (const part of parts) {
+    if (v === null || typeof v !== 'object' || !Object.hasOwn(v, part)) return undefined;
     v = (v as Record<string, unknown>)[part];
   }
   return v;

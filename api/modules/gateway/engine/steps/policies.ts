@@ -32,15 +32,20 @@ export const publishedRules: Step = (ctx: DecisionContext) => {
   const doc = decisionDocument(ctx);
   const explain = ctx.input.explain === true;
   for (const rule of ctx.snapshot.rules) {
-    const results = explain ? rule.compiled.map((c) => c.test(doc)) : undefined;
-    const matched = results ? results.every(Boolean) : rule.compiled.every((c) => c.test(doc));
+    if (!explain && !rule.ordered.every((c) => c.test(doc))) continue;
     const detail: Record<string, unknown> = { rule_id: rule.id, ...(rule.policy ? { policy: rule.policy } : {}) };
-    if (results) {
-      detail.conditions = rule.compiled.map((c, i) => ({ ...(c.field ? { field: c.field } : {}), op: c.op, matched: results[i] }));
-    }
-    if (!matched) {
-      if (explain) ctx.trace.push({ step: 'policy', outcome: 'skip', reason: rule.reason_code, detail });
-      continue;
+    if (explain) {
+      const results = rule.compiled.map((c) => c.test(doc));
+      detail.conditions = rule.compiled.map((c, i) => ({
+        ...(c.field ? { field: c.field } : {}),
+        op: c.op,
+        ...(c.op === 'cel' ? { expression: c.value } : {}),
+        matched: results[i],
+      }));
+      if (!results.every(Boolean)) {
+        ctx.trace.push({ step: 'policy', outcome: 'skip', reason: rule.reason_code, detail });
+        continue;
+      }
     }
     if (rule.effect === 'deny') deny(ctx, 'policy', rule.reason_code, detail);
     else if (rule.effect === 'require_approval') {
