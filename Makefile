@@ -46,8 +46,9 @@ lint: deps ## type-check the code, tests and scripts
 	npx tsc -p tsconfig.json --noEmit
 	npx tsc -p tsconfig.check.json --noEmit
 
-docs: deps ## regenerate docs/openapi.json and the role matrix of docs/roles.md
+docs: deps ## regenerate docs/openapi.json, the role matrix of docs/roles.md and the CRDs in crds/
 	npx tsx scripts/gen-docs.ts
+	npx tsx scripts/gen-crds.ts
 
 clean: ## remove build output, caches and the embedded database
 	rm -rf dist .cache .data
