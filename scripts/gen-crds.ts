@@ -3,12 +3,11 @@ import { fileURLToPath } from 'node:url';
 import { RE2JS } from 're2js';
 import { stringify } from 'yaml';
 import { z } from 'zod';
-import { timestamp } from '../api/platform/schemas.js';
 import { agentIn } from '../api/modules/agents/agents.schemas.js';
-import { constraintsSchema } from '../api/modules/agents/bindings.routes.js';
-import { mcpServerIn, toolIn } from '../api/modules/inventory/inventory.schemas.js';
+import { bindingActions, constraintsSchema, delegationIn } from '../api/modules/agents/bindings.routes.js';
+import { MCP_ENDPOINT_SCHEMES, mcpServerIn, toolIn } from '../api/modules/inventory/inventory.schemas.js';
 import { policyIn } from '../api/modules/policies/policies.schemas.js';
-import { MCP_TRUST_STATE, PRINCIPAL_TYPE } from '../api/modules/shared/enums.js';
+import { MCP_TRUST_STATE } from '../api/modules/shared/enums.js';
 
 /**
  * The CustomResourceDefinitions of the tollgate.dev API group (crds/), generated from the zod schemas the
@@ -52,20 +51,6 @@ const objectName = z
   .max(253)
   .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/);
 
-// The permission-binding body of POST /agents/{id}/permissions is inline in bindings.routes.ts: its
-// `actions` is rebuilt here (same bounds) until the API exports it.
-const bindingActions = z.array(z.string().trim().min(1).max(100)).min(1).max(50);
-
-// The delegation body of POST /agents/{id}/delegations is inline too (and its expires_at refinement needs
-// the clock): rebuilt from its pieces until the API exports it.
-const delegationIn = z.object({
-  principal_ref: z.string().trim().min(3).max(320),
-  display_name: z.string().trim().min(1).max(200),
-  principal_type: z.enum(PRINCIPAL_TYPE).default('user'),
-  scopes: z.array(z.string().trim().min(1).max(200)).max(100),
-  expires_at: timestamp.nullable().optional(),
-});
-
 const agentSpec = agentIn.omit({ slug: true }).extend({
   tools: z
     .array(
@@ -77,7 +62,7 @@ const agentSpec = agentIn.omit({ slug: true }).extend({
     )
     .max(100)
     .default([]),
-  delegations: z.array(delegationIn).max(50).default([]),
+  delegations: z.array(delegationIn()).max(50).default([]),
 });
 
 const toolSpec = toolIn
@@ -294,8 +279,8 @@ const VALIDATIONS: Record<Kind, Record<string, Validation[]>> = {
     // The API's url() refinement (inventory.schemas.ts), which JSON Schema cannot carry.
     'spec.endpoint': [
       {
-        rule: "isURL(self) && url(self).getScheme() in ['https', 'http', 'stdio']",
-        message: 'a URL (https, http, stdio)',
+        rule: `isURL(self) && url(self).getScheme() in [${MCP_ENDPOINT_SCHEMES.map((x) => `'${x}'`).join(', ')}]`,
+        message: `a URL (${MCP_ENDPOINT_SCHEMES.join(', ')})`,
       },
     ],
   },

@@ -39,6 +39,19 @@ export const constraintsSchema = z
 const future = (now: () => Date) =>
   timestamp.nullable().optional().refine((v) => !v || Date.parse(v) > now().getTime(), 'must be in the future');
 
+/** What a binding allows: shared with the Agent CRD (scripts/gen-crds.ts). */
+export const bindingActions = z.array(z.string().trim().min(1).max(100)).min(1).max(50);
+
+/** A delegation's body; `now` bounds expires_at to the future. Shared with the Agent CRD. */
+export const delegationIn = (now?: () => Date) =>
+  z.object({
+    principal_ref: z.string().trim().min(3).max(320),
+    display_name: z.string().trim().min(1).max(200),
+    principal_type: z.enum(PRINCIPAL_TYPE).default('user'),
+    scopes: z.array(z.string().trim().min(1).max(200)).max(100),
+    expires_at: now ? future(now) : timestamp.nullable().optional(),
+  });
+
 const delegationOut = z.object({
   id: z.uuid(),
   agent_id: z.uuid(),
@@ -83,13 +96,7 @@ export async function bindingsRoutes(app: FastifyInstance): Promise<void> {
         summary: 'Let the agent act on behalf of a person (or group, or service) within scopes',
         tags,
         params: agentParams,
-        body: z.object({
-          principal_ref: z.string().trim().min(3).max(320),
-          display_name: z.string().trim().min(1).max(200),
-          principal_type: z.enum(PRINCIPAL_TYPE).default('user'),
-          scopes: z.array(z.string().trim().min(1).max(200)).max(100),
-          expires_at: future(now),
-        }),
+        body: delegationIn(now),
         response: { 201: delegationOut },
       },
     },
@@ -145,7 +152,7 @@ export async function bindingsRoutes(app: FastifyInstance): Promise<void> {
         body: z.object({
           target_kind: z.enum(TARGET_KIND),
           target_id: z.uuid(),
-          actions: z.array(z.string().trim().min(1).max(100)).min(1).max(50),
+          actions: bindingActions,
           delegated: z.boolean().default(false),
           constraints: constraintsSchema.default({}),
           expires_at: future(now),

@@ -33,9 +33,12 @@ const url = (schemes: string[]) =>
 
 export const idParam = (name: string) => z.object({ [name]: z.uuid() });
 
+/** The schemes an MCP server's endpoint may use (shared with the MCPServer CRD). */
+export const MCP_ENDPOINT_SCHEMES = ['https', 'http', 'stdio'];
+
 export const mcpServerIn = z.object({
   name: z.string().trim().min(2).max(200),
-  endpoint: url(['https', 'http', 'stdio']),
+  endpoint: url(MCP_ENDPOINT_SCHEMES),
   transport: z.enum(MCP_TRANSPORT).default('streamable_http'),
   auth_type: z.enum(MCP_AUTH_TYPE).default('oauth'),
   publisher: z.string().trim().max(200).nullable().optional(),
