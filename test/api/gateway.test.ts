@@ -155,6 +155,25 @@ describe('gateway: actions, decisions and approvals', () => {
       );
       expect(listed).toHaveLength(1);
     });
+
+    it('answers a racing submission of the same key with another body 409, and the same body as a replay', async () => {
+      const k = key();
+      const other = { ...lookup, parameters: { customer_id: '43' } };
+      const bodies = [lookup, other, lookup, other, lookup, lookup];
+      const results = await Promise.all(bodies.map((b) => submit(b, k)));
+      const winner = results.findIndex((r) => r.statusCode === 200 && r.json().replayed === false);
+      expect(winner).toBeGreaterThanOrEqual(0);
+      results.forEach((r, i) => {
+        if (bodies[i] === bodies[winner]) {
+          expect(r.statusCode).toBe(200);
+          expect(r.json().action.id).toBe(results[winner]!.json().action.id);
+        } else {
+          expect(r.statusCode).toBe(409);
+          expect(r.json().error.code).toBe('idempotency_conflict');
+        }
+      });
+      expect(results.filter((r) => r.statusCode === 200 && r.json().replayed === false)).toHaveLength(1);
+    });
   });
 
   describe('approvals', () => {

@@ -367,6 +367,7 @@ export class ActionsService {
         }
         const view = await this.snapshots.load(tx, orgId, batch.map((j) => j.who.agentId), version);
         const fresh: Prepared[] = [];
+        const inBatch = new Map<string, Prepared>();
         const oneByOne: Job[] = [];
         for (const job of batch) {
           if (outcomes.has(job)) continue;
@@ -375,14 +376,24 @@ export class ActionsService {
             oneByOne.push(job);
             continue;
           }
-          taken.add(pair);
+          const hash = requestHash(job.body);
+          const earlier = inBatch.get(pair);
+          if (earlier) {
+            // The same key earlier in this batch: its replay, or a conflict, as if it had been stored.
+            outcomes.set(
+              job,
+              earlier.action.request_hash === hash ? { ok: { ...earlier.result, replayed: true } } : { error: new ApiError('idempotency_conflict') },
+            );
+            continue;
+          }
           const state = view.state(job.who.agentId, job.body.tool);
           if (!state.agent) {
             outcomes.set(job, { error: notFound('No such agent.') });
             continue;
           }
-          const prepared = prepare(job.who, job.key, job.body, requestHash(job.body), state, now);
+          const prepared = prepare(job.who, job.key, job.body, hash, state, now);
           fresh.push(prepared);
+          inBatch.set(pair, prepared);
           outcomes.set(job, { ok: prepared.result });
         }
 
