@@ -59,7 +59,11 @@ export class HitCounter {
 
   private async count(hits: Hit[]): Promise<void> {
     const byKey = new Map<string, Hit[]>();
-    for (const h of hits) byKey.set(h.key, [...(byKey.get(h.key) ?? []), h]);
+    for (const h of hits) {
+      const list = byKey.get(h.key);
+      if (list) list.push(h);
+      else byKey.set(h.key, [h]);
+    }
     const keys = [...byKey.keys()].sort();
     // A key's hits of one flush share its window: the latest, unless a hit saw the previous one.
     const windows = keys.map((k) => Math.max(...byKey.get(k)!.map((h) => h.windowStart)));

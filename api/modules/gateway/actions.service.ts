@@ -349,7 +349,9 @@ export class ActionsService {
         for (const job of batch) {
           if (job.who.source !== 'gateway') continue;
           const k = agentRateKey(job.who.agentId);
-          budgets.set(k, [...(budgets.get(k) ?? []), job]);
+          const jobs = budgets.get(k);
+          if (jobs) jobs.push(job);
+          else budgets.set(k, [job]);
         }
         const keys = [...budgets.keys()].sort();
         const windowStart = Math.floor(now.getTime() / RATE_WINDOW_MS) * RATE_WINDOW_MS;

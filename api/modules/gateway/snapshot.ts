@@ -73,6 +73,8 @@ interface AgentRow {
 
 const isoOrNull = (v: string | null) => (v ? new Date(v).toISOString() : null);
 
+const MAX_AGENTS_PER_ORG = 50_000;
+
 /** Published versions never change, so each is compiled once per process (bounded). */
 const compiledVersions = new Map<string, CompiledRule[]>();
 
@@ -122,6 +124,8 @@ export class DecisionSnapshots {
     this.orgs.set(orgId, org);
     if (this.orgs.size > this.maxOrgs) this.orgs.delete(this.orgs.keys().next().value!);
 
+    // Agents load on first use; an organisation with very many is kept to the most recent ones.
+    if (org.agents.size > MAX_AGENTS_PER_ORG) org.agents.clear();
     const missing = [...new Set(agentIds)].filter((id) => !org.agents.has(id));
     if (missing.length > 0) await loadAgents(tx, orgId, missing, org);
     return new OrgView(org);
