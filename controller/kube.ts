@@ -1,0 +1,58 @@
+import { hostname } from 'node:os';
+import { KubeConfig } from '@kubernetes/client-node';
+
+/**
+ * The controller's KubeConfig: the file that KUBECONFIG names when set (tests, a developer's laptop),
+ * else the pod's service account. No fallback to ~/.kube/config: a controller that silently talks to
+ * whatever cluster the shell points at is worse than one that fails to start.
+ */
+export function loadKubeConfig(env: NodeJS.ProcessEnv = process.env): KubeConfig {
+  const kc = new KubeConfig();
+  const file = env.KUBECONFIG?.split(':').find(Boolean);
+  if (file) kc.loadFromFile(file);
+  else kc.loadFromCluster();
+  return kc;
+}
+
+/** `namespace/name`, or `name` for a cluster-scoped object: the work queue's key, as client-go's. */
+export function objectKey(obj: { metadata?: { name?: string; namespace?: string } }): string {
+  const name = obj.metadata?.name;
+  if (!name) throw new Error('object has no metadata.name');
+  return obj.metadata?.namespace ? `${obj.metadata.namespace}/${name}` : name;
+}
+
+export function splitKey(key: string): { namespace?: string; name: string } {
+  const i = key.indexOf('/');
+  return i < 0 ? { name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
+}
+
+/** The HTTP status of a failed client-node call (ApiException.code, or a watch error's statusCode). */
+export function statusOf(err: unknown): number | undefined {
+  const e = err as { code?: unknown; statusCode?: unknown } | null;
+  const s = typeof e?.code === 'number' ? e.code : e?.statusCode;
+  return typeof s === 'number' ? s : undefined;
+}
+
+/** A leader-election identity unique per process: hostname (the pod name in a cluster) and pid. */
+export function defaultIdentity(): string {
+  return `${hostname()}_${process.pid}`;
+}
+
+/** Timers as a dependency, so that the queue's and elector's tests need not wait in real time. */
+export interface Clock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const realClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+};
+
+/** Exponential backoff: base, 2×base, 4×base... capped at max, for the nth consecutive failure (1-based). */
+export function backoff(failures: number, baseMs: number, maxMs: number): number {
+  if (failures <= 0) return 0;
+  return Math.min(baseMs * 2 ** Math.min(failures - 1, 52), maxMs);
+}
