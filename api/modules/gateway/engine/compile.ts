@@ -1,5 +1,6 @@
 import { Environment } from '@marcbachmann/cel-js';
 import { RE2JS } from 're2js';
+import { FALLBACK, translateCel } from './cel-fast.js';
 import { readPath } from './fields.js';
 import { OPERATORS } from './operators.js';
 import type { Condition, Rule } from './types.js';
@@ -157,6 +158,26 @@ function unsafeCel(node: unknown, depth = 0): string | undefined {
   return unsafeCel(node.args, inner);
 }
 
+/**
+ * The test of a checked CEL expression: the common subset runs as translated closures, the rest (and
+ * any run-time case the translation leaves open) through the CEL library.
+ */
+export function celTest(expression: string): (doc: Record<string, unknown>) => boolean {
+  const program = celRunEnv.parse(expression);
+  const fast = translateCel(program.ast);
+  if (!fast) return (doc) => runCel(program, doc);
+  return (doc) => {
+    const v = fast(doc);
+    return v === FALLBACK ? runCel(program, doc) : v === true;
+  };
+}
+
+/** The CEL library's own answer (the differential test compares the translation with it). */
+export function celInterpreted(expression: string): (doc: Record<string, unknown>) => boolean {
+  const program = celRunEnv.parse(expression);
+  return (doc) => runCel(program, doc);
+}
+
 /** Runs a compiled CEL program; an error (a missing key) is no match. Errors skip their stack trace. */
 function runCel(program: (ctx: Record<string, unknown>) => unknown, doc: Record<string, unknown>): boolean {
   const limit = Error.stackTraceLimit;
@@ -200,8 +221,7 @@ function compileCondition(c: Condition): CompiledCondition | string {
     if (checked.type !== 'bool' && checked.type !== 'dyn') return `the CEL expression gives ${checked.type}, not bool`;
     const unsafe = unsafeCel(program.ast);
     if (unsafe) return unsafe;
-    const run = celRunEnv.parse(c.value);
-    return { ...c, test: (doc) => runCel(run, doc) };
+    return { ...c, test: celTest(c.value) };
   }
 
   if (typeof c.field !== 'string') return 'the condition needs a field';
