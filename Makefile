@@ -39,7 +39,7 @@ test: build postgres kube ## run every test (starts a throwaway PostgreSQL unles
 	@status=0; npx vitest run --reporter=default --reporter=json --outputFile.json=.cache/vitest.json || status=$$?; \
 	  node scripts/test-summary.mjs .cache/vitest.json; exit $$status
 
-bench: build postgres ## run the benchmarks in bench/
+bench: build postgres kube ## run the benchmarks in bench/
 	node --import tsx bench/run.ts
 
 lint: deps ## type-check the code, tests and scripts

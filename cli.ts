@@ -8,6 +8,9 @@ const USAGE = `usage: tollgate <command>
 commands:
   api       start the central API (PORT, DATABASE_URL or the embedded database under DATA_DIR)
   migrate   apply database migrations as the schema owner (MIGRATION_DATABASE_URL or DATABASE_URL)
+  controller
+            reconcile the tollgate.dev resources of a Kubernetes cluster into the registry
+            (TOLLGATE_API_URL, a service account's credential, KUBECONFIG or in-cluster; docs/kubernetes.md)
   help      show this text
 `;
 
@@ -17,6 +20,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
+  if (command === 'controller') return runController();
   if (command !== 'api' && command !== 'migrate') {
     process.stderr.write(`tollgate: unknown command "${command}"\n\n${USAGE}`);
     return 2;
@@ -49,6 +53,29 @@ async function main(argv: string[]): Promise<number> {
   }
   await startApi(config);
   return -1; // keeps running
+}
+
+/** `tollgate controller`: runs until SIGTERM or SIGINT, then finishes what is in flight and releases its Lease. */
+async function runController(): Promise<number> {
+  // Loaded on demand: the API does not need the Kubernetes client.
+  const { ControllerConfigError, controllerConfig, startController } = await import('./controller/main.js');
+  let config;
+  try {
+    config = controllerConfig(process.env);
+  } catch (err) {
+    if (err instanceof ControllerConfigError) {
+      process.stderr.write(`tollgate controller: refusing to start, ${err.message}\n`);
+      return 78; // EX_CONFIG
+    }
+    throw err;
+  }
+  const controller = await startController(config);
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  await controller.stop();
+  return 0;
 }
 
 main(process.argv.slice(2)).then(

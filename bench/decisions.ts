@@ -4,9 +4,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import pg from 'pg';
 import { freePort, postgresBinDir } from '../test/support/postgres-cluster.js';
-import { benchDatabase } from './support.js';
+import { adminSession, benchDatabase } from './support.js';
 import { spawnTollgate, stop, waitForHttp } from '../test/support/processes.js';
 
 /**
@@ -69,30 +68,7 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
 async function agentTokens(base: string, adminUrl: string, orgs: number, perOrg: number): Promise<string[]> {
   const tokens: string[] = [];
   for (let o = 0; o < orgs; o++) {
-    const email = `bench-${randomUUID()}@example.com`;
-    const login = await fetch(`${base}/api/v1/auth/dev-login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email }) });
-    const jar = () => login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-    const csrf = ((await login.json()) as { csrf_token: string }).csrf_token;
-    const onboard = await fetch(`${base}/api/v1/tenants/onboard`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', cookie: jar(), 'x-csrf-token': csrf },
-      body: JSON.stringify({ name: `Bench ${o}`, slug: `bench-${o}-${randomUUID().slice(0, 8)}`, primary_region: 'eu-west', admin_display_name: 'Bench Admin' }),
-    });
-    const cookie = onboard.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-    const session = ((await onboard.json()) as { csrf_token: string; tenant: { id: string } });
-    const org = new pg.Client({ connectionString: adminUrl });
-    await org.connect();
-    await org.query(`update organisations set plan = 'enterprise' where id = $1`, [session.tenant.id]);
-    await org.end();
-    const call = async (method: string, url: string, body?: unknown) => {
-      const res = await fetch(`${base}/api/v1${url}`, {
-        method,
-        headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': session.csrf_token },
-        ...(body ? { body: JSON.stringify(body) } : {}),
-      });
-      if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
-      return res.json() as Promise<any>;
-    };
+    const { call } = await adminSession(base, adminUrl, `Bench ${o}`);
     const tools = (await call('GET', '/tools')).items as Array<{ id: string; tool_key: string }>;
     const lookup = tools.find((t) => t.tool_key === 'crm.lookup_customer')!;
     for (let a = 0; a < perOrg; a++) {

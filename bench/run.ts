@@ -1,12 +1,14 @@
 import { benchApiRequests } from './api-requests.js';
+import { benchController } from './controller.js';
 import { benchDecisions } from './decisions.js';
 import { benchPolicy } from './policy.js';
 import { benchTokenVerify } from './token-verify.js';
 
 /**
  * `make bench`: every benchmark, printed as tables. BENCH_SECONDS and BENCH_CONNECTIONS tune the HTTP
- * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions). BENCH_AGENTS sets the
- * concurrency of the decisions benchmark (default 32).
+ * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, controller). BENCH_AGENTS sets
+ * the concurrency of the decisions benchmark (default 32); BENCH_CONTROLLER_AGENTS the Agent resources of the
+ * controller benchmark (default 1000) and BENCH_CONTROLLER_WORKERS its reconciles in flight per kind (default 4).
  */
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -29,4 +31,11 @@ if (!only || only === 'decisions') {
   const agents = Number(process.env.BENCH_AGENTS ?? 32);
   console.log(`decisions: ${agents} concurrent agents, ${seconds} s per load, durable PostgreSQL, 2-process loopback`);
   console.table(await benchDecisions({ seconds, connections: agents }));
+}
+
+if (!only || only === 'controller') {
+  const agents = Number(process.env.BENCH_CONTROLLER_AGENTS ?? 1000);
+  const workers = Number(process.env.BENCH_CONTROLLER_WORKERS ?? 4);
+  console.log(`controller: kubectl apply of ${agents} Agent resources until every one is Ready (test API server, tollgate api and controller on this machine)`);
+  console.table(await benchController({ agents, workers }));
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { migrate } from '../api/db/database.js';
@@ -18,4 +19,36 @@ export async function benchDatabase(): Promise<{ cluster: Cluster; runtimeUrl: s
   await migrate(owner, RUNTIME_ROLE);
   await owner.destroy();
   return { cluster, runtimeUrl: withDatabase(cluster.adminUrl(), 'tollgate', RUNTIME_ROLE) };
+}
+
+/**
+ * A new organisation on the enterprise plan (set in SQL as the owner would) and its administrator's
+ * session: `call(method, url, body)` sends a signed-in request to /api/v1 and answers its JSON.
+ */
+export async function adminSession(base: string, adminUrl: string, name: string) {
+  const email = `bench-${randomUUID()}@example.com`;
+  const login = await fetch(`${base}/api/v1/auth/dev-login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email }) });
+  const jar = () => login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const csrf = ((await login.json()) as { csrf_token: string }).csrf_token;
+  const onboard = await fetch(`${base}/api/v1/tenants/onboard`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie: jar(), 'x-csrf-token': csrf },
+    body: JSON.stringify({ name, slug: `bench-${randomUUID().slice(0, 8)}`, primary_region: 'eu-west', admin_display_name: 'Bench Admin' }),
+  });
+  const cookie = onboard.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const session = (await onboard.json()) as { csrf_token: string; tenant: { id: string; slug: string } };
+  const org = new pg.Client({ connectionString: adminUrl });
+  await org.connect();
+  await org.query(`update organisations set plan = 'enterprise' where id = $1`, [session.tenant.id]);
+  await org.end();
+  const call = async (method: string, url: string, body?: unknown) => {
+    const res = await fetch(`${base}/api/v1${url}`, {
+      method,
+      headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': session.csrf_token },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
+    return res.json() as Promise<any>;
+  };
+  return { call, tenant: session.tenant };
 }

@@ -26,7 +26,7 @@ interface ObjectList<T> {
   items: T[];
 }
 
-export interface InformerOptions {
+export interface InformerOptions<T = KubernetesObject> {
   /** Receives the key of every object added, changed or deleted. */
   queue: { add(key: string): void };
   watcher?: Watcher;
@@ -35,6 +35,11 @@ export interface InformerOptions {
   maxDelayMs?: number;
   clock?: Clock;
   onError?: (err: unknown) => void;
+  /**
+   * Whether a MODIFIED event is worth a reconcile (controller-runtime's predicates); default every
+   * change. The controller skips status-only changes, so its own status writes do not requeue.
+   */
+  changed?: (old: T | undefined, obj: T) => boolean;
 }
 
 /** A watch shorter than this that saw no event counts as a failure, so a flapping server is not hammered. */
@@ -63,7 +68,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   constructor(
     kc: KubeConfig,
     private readonly resource: ResourceRef,
-    private readonly opts: InformerOptions,
+    private readonly opts: InformerOptions<T>,
   ) {
     this.api = kc.makeApiClient(CustomObjectsApi);
     this.watcher = opts.watcher ?? new Watch(kc);
@@ -163,8 +168,10 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
       if (rv) this.resourceVersion = rv;
       if (type === 'BOOKMARK') return;
       const key = objectKey(obj);
+      const old = this.cache.get(key);
       if (type === 'DELETED') this.cache.delete(key);
       else this.cache.set(key, obj);
+      if (type === 'MODIFIED' && this.opts.changed && !this.opts.changed(old, obj)) return;
       this.opts.queue.add(key);
     };
     try {

@@ -8,6 +8,7 @@ import { bindingActions, constraintsSchema, delegationIn } from '../api/modules/
 import { MCP_ENDPOINT_SCHEMES, mcpServerIn, toolIn } from '../api/modules/inventory/inventory.schemas.js';
 import { policyIn } from '../api/modules/policies/policies.schemas.js';
 import { MCP_TRUST_STATE } from '../api/modules/shared/enums.js';
+import { toCamel, toSnake } from '../controller/resources.js';
 
 /**
  * The CustomResourceDefinitions of the tollgate.dev API group (crds/), generated from the zod schemas the
@@ -36,10 +37,8 @@ export const VERSION = 'v1alpha1';
 type Json = Record<string, unknown>;
 export type Schema = Json;
 
-/** snake_case -> camelCase, the one renaming rule between the API's fields and the CRDs'. */
-export const toCamel = (s: string) => s.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-/** camelCase -> snake_case, its inverse on the API's names. */
-export const toSnake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+// The renaming rule between the API's fields and the CRDs' lives with the controller, which maps back.
+export { toCamel, toSnake };
 
 // ---------------------------------------------------------------------------------------------------------
 // The zod schemas of the specs and statuses, built from the API's exported schemas.
@@ -99,7 +98,10 @@ const baseStatus = z.object({
 });
 
 const statuses = {
-  Agent: baseStatus,
+  Agent: baseStatus.extend({
+    identity_secret: z.string().max(253).optional().describe("The Secret of this namespace holding the agent's workload identity (client-id, client-secret), which the injected sidecar mounts"),
+    identity_id: z.uuid().optional().describe('The registry id of that workload identity'),
+  }),
   Tool: baseStatus,
   MCPServer: baseStatus.extend({ trust_state: z.enum(MCP_TRUST_STATE).optional() }),
   Policy: baseStatus.extend({
@@ -241,6 +243,16 @@ const BOUNDS: Record<Kind, Record<string, Json>> = {
 
 type Validation = { rule: string; message?: string; messageExpression?: string; reason?: string; fieldPath?: string };
 
+/** Transition rules (`self == oldSelf`) for fields that Tollgate does not change once the record exists. */
+function fixedOnceRegistered(...paths: string[]): Record<string, Validation[]> {
+  return Object.fromEntries(
+    paths.map((p) => [
+      p,
+      [{ rule: 'self == oldSelf', message: `${p.slice('spec.'.length)} cannot change once registered in Tollgate`, reason: 'FieldValueForbidden' }],
+    ]),
+  );
+}
+
 const VALIDATIONS: Record<Kind, Record<string, Validation[]>> = {
   Agent: {
     '': [
@@ -266,14 +278,39 @@ const VALIDATIONS: Record<Kind, Record<string, Validation[]>> = {
         ].join(' + '),
         reason: 'FieldValueRequired',
       },
+      {
+        // Tollgate adds owners (POST /agents/{id}/owners) and has no operation that removes one.
+        rule: 'oldSelf.owners.all(o, self.owners.exists(n, n.email == o.email && n.ownerType == o.ownerType))',
+        message: "owners can be added, not removed: Tollgate keeps an agent's owners",
+        reason: 'FieldValueForbidden',
+        fieldPath: '.owners',
+      },
     ],
   },
-  Tool: {},
+  // Tollgate changes a tool's classes only (PATCH /tools/{id}); the other fields are fixed once registered.
+  Tool: {
+    spec: [
+      {
+        rule: 'has(self.mcpServerRef) == has(oldSelf.mcpServerRef) && (!has(self.mcpServerRef) || self.mcpServerRef.name == oldSelf.mcpServerRef.name)',
+        message: 'mcpServerRef cannot change once the tool is registered: declare a new Tool',
+        reason: 'FieldValueForbidden',
+      },
+    ],
+    ...fixedOnceRegistered('spec.toolKey', 'spec.name', 'spec.description', 'spec.operations', 'spec.idempotent', 'spec.inputSchema'),
+  },
   MCPServer: {
     '': [
       {
         rule: 'size(self.metadata.name) >= 2 && size(self.metadata.name) <= 200',
         message: "metadata.name is the MCP server's name: 2-200 characters",
+      },
+    ],
+    // Tollgate has no operation that edits a registered MCP server (only its trust state).
+    spec: [
+      {
+        rule: 'self == oldSelf',
+        message: "an MCPServer's spec cannot change once registered: declare a new MCPServer",
+        reason: 'FieldValueForbidden',
       },
     ],
     // The API's url() refinement (inventory.schemas.ts), which JSON Schema cannot carry.
@@ -291,6 +328,8 @@ const VALIDATIONS: Record<Kind, Record<string, Validation[]>> = {
         message: "metadata.name is the policy's key: 3-100 characters",
       },
     ],
+    // A change of the rules is a new draft version; the policy's own fields have no operation that edits them.
+    ...fixedOnceRegistered('spec.displayName', 'spec.description', 'spec.critical'),
     'spec.rules': [
       {
         rule: 'self.all(r, self.exists_one(s, s.id == r.id))',

@@ -173,6 +173,19 @@ describe('tollgate help', () => {
     expect(await exitCode(p)).toBe(0);
     expect(p.stdout_()).toMatch(/^\s+api\s+\S/m);
     expect(p.stdout_()).toMatch(/^\s+migrate\s+\S/m);
+    expect(p.stdout_()).toMatch(/^\s+controller\s*$/m);
+  });
+
+  it.each<[string, Record<string, string>, string]>([
+    ['no API URL', { TOLLGATE_CLIENT_ID: 'tgsa_x', TOLLGATE_CLIENT_SECRET: 'do-not-echo-me' }, 'TOLLGATE_API_URL'],
+    ['no credential', { TOLLGATE_API_URL: 'http://127.0.0.1:1' }, 'TOLLGATE_CREDENTIALS_DIR'],
+    ['a bad worker count', { TOLLGATE_API_URL: 'http://127.0.0.1:1', TOLLGATE_CLIENT_ID: 'x', TOLLGATE_CLIENT_SECRET: 'do-not-echo-me', TOLLGATE_WORKERS: '500' }, 'TOLLGATE_WORKERS'],
+  ])('controller refuses with %s: exits 78 naming the setting, echoing no secret', async (_n, env, variable) => {
+    const p = run(['controller'], env);
+    expect(await exitCode(p)).toBe(78);
+    expect(p.stderr_()).toContain('tollgate controller: refusing to start');
+    expect(p.stderr_()).toContain(variable);
+    expect(p.output()).not.toContain('do-not-echo-me');
   });
 
   it('an unknown command exits 2 naming it', async () => {

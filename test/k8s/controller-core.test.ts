@@ -1,7 +1,5 @@
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { CustomObjectsApi, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -9,39 +7,11 @@ import { Informer, KINDS, type Watcher } from '../../controller/informers.js';
 import { loadKubeConfig } from '../../controller/kube.js';
 import { LeaderElector, leaseClient, type LeaseClient } from '../../controller/leader.js';
 import { startKube, type KubeCluster } from '../support/kube-cluster.js';
+import { eventually, installCrds } from '../support/kubectl.js';
 import { ROOT } from '../support/processes.js';
-
-const exec = promisify(execFile);
-const KUBECTL = process.env.KUBECTL ?? 'kubectl';
-const CRDS = ['agents', 'tools', 'mcpservers', 'policies'].map((p) => path.join(ROOT, 'crds', `${p}.tollgate.dev.yaml`));
 
 let cluster: KubeCluster;
 let kc: KubeConfig;
-
-async function kubectl(...args: string[]): Promise<string> {
-  try {
-    const { stdout } = await exec(
-      KUBECTL,
-      ['--kubeconfig', cluster.kubeconfigPath, '--cache-dir', path.join(cluster.dir, 'kubectl-cache'), ...args],
-      { timeout: 60_000, env: { ...process.env, KUBECONFIG: '' } },
-    );
-    return stdout;
-  } catch (err) {
-    const e = err as Error & { stderr?: string };
-    throw new Error(`kubectl ${args.join(' ')}: ${e.stderr || e.message}`);
-  }
-}
-
-/** Polls until `check` returns a truthy value, or fails after `ms`. */
-async function eventually<T>(check: () => T | Promise<T>, ms = 10_000, what = 'condition'): Promise<NonNullable<T>> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`${what} not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 type Agent = KubernetesObject & { spec: Record<string, unknown> };
 const agent = (name: string, purpose: string): Agent => {
@@ -92,9 +62,7 @@ class BreakableWatch implements Watcher {
 describe('controller core on a real Kubernetes API server', () => {
   beforeAll(async () => {
     cluster = await startKube();
-    for (const crd of CRDS) await kubectl('apply', '-f', crd);
-    await kubectl('wait', '--for=condition=Established', '--timeout=60s',
-      ...['agents', 'tools', 'mcpservers', 'policies'].map((p) => `crd/${p}.tollgate.dev`));
+    await installCrds(cluster);
     kc = loadKubeConfig({ KUBECONFIG: cluster.kubeconfigPath });
   }, 30 * 60_000);
 

@@ -1,15 +1,11 @@
-import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { startKube, type KubeCluster } from '../support/kube-cluster.js';
+import { installCrds, kubectlRaw } from '../support/kubectl.js';
 import { ROOT } from '../support/processes.js';
 
-const exec = promisify(execFile);
-const KUBECTL = process.env.KUBECTL ?? 'kubectl';
-const CRDS = ['agents', 'tools', 'mcpservers', 'policies'].map((p) => path.join(ROOT, 'crds', `${p}.tollgate.dev.yaml`));
 const EXAMPLES = ['mcpserver', 'tool', 'agent', 'policy'].map((e) => path.join(ROOT, 'examples', `${e}.yaml`));
 
 let cluster: KubeCluster | undefined;
@@ -18,18 +14,9 @@ let cluster: KubeCluster | undefined;
 const warnings: string[] = [];
 async function kubectl(...args: string[]): Promise<string> {
   if (!cluster) throw new Error('no cluster');
-  try {
-    const { stdout, stderr } = await exec(
-      KUBECTL,
-      ['--kubeconfig', cluster.kubeconfigPath, '--cache-dir', path.join(cluster.dir, 'kubectl-cache'), ...args],
-      { timeout: 60_000, env: { ...process.env, KUBECONFIG: '' } },
-    );
-    if (stderr.trim()) warnings.push(`kubectl ${args.join(' ')}: ${stderr.trim()}`);
-    return stdout;
-  } catch (err) {
-    const e = err as Error & { stderr?: string };
-    throw new Error(`kubectl ${args.join(' ')}: ${e.stderr || e.message}`);
-  }
+  const { stdout, stderr } = await kubectlRaw(cluster, args);
+  if (stderr.trim()) warnings.push(`kubectl ${args.join(' ')}: ${stderr.trim()}`);
+  return stdout;
 }
 
 /** Writes a manifest (JSON, which kubectl reads as YAML) into the cluster's temp dir. */
@@ -45,20 +32,7 @@ const example = (name: string) => parse(readFileSync(path.join(ROOT, 'examples',
 describe('the tollgate.dev CRDs on a real Kubernetes API server', () => {
   beforeAll(async () => {
     cluster = await startKube();
-    for (const crd of CRDS) await kubectl('apply', '-f', crd);
-    await kubectl('wait', '--for=condition=Established', '--timeout=60s',
-      ...['agents', 'tools', 'mcpservers', 'policies'].map((p) => `crd/${p}.tollgate.dev`));
-    // Discovery can lag the Established condition by a moment.
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await exec(KUBECTL, ['--kubeconfig', cluster.kubeconfigPath, '--cache-dir', path.join(cluster.dir, 'kubectl-cache'), 'get', 'tollgate', '-A'],
-          { timeout: 60_000, env: { ...process.env, KUBECONFIG: '' } });
-        break;
-      } catch (err) {
-        if (attempt >= 40) throw err;
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
+    warnings.push(...(await installCrds(cluster)));
   }, 30 * 60_000);
 
   afterAll(async () => {

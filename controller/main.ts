@@ -1,0 +1,111 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { loadKubeConfig } from './kube.js';
+import { Controller } from './manager.js';
+import { RegistryClient, type Credentials } from './registry.js';
+
+const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+export class ControllerConfigError extends Error {}
+
+export interface ControllerConfig {
+  apiUrl: string;
+  /** Read again at every token exchange when it comes from files, so a rotated Secret is picked up. */
+  credentials: Credentials | (() => Credentials);
+  leaseNamespace: string;
+  claimUnannotated: boolean;
+  resyncMs: number;
+  workers: number;
+  leaseSeconds: number;
+  logLevel: string;
+  /** The leader-election identity: POD_NAME (the downward API) or the host name, with the pid. */
+  identity: string;
+}
+
+function positive(env: NodeJS.ProcessEnv, name: string, fallback: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new ControllerConfigError(`${name} must be an integer from 1 to ${max}`);
+  return n;
+}
+
+/**
+ * The controller's settings, from the environment (docs/kubernetes.md lists them). The credential
+ * comes from TOLLGATE_CREDENTIALS_DIR (a mounted Secret with the files client-id and client-secret)
+ * or TOLLGATE_CLIENT_ID and TOLLGATE_CLIENT_SECRET.
+ */
+export function controllerConfig(env: NodeJS.ProcessEnv): ControllerConfig {
+  const apiUrl = env.TOLLGATE_API_URL;
+  if (!apiUrl) throw new ControllerConfigError('set TOLLGATE_API_URL to the central API, e.g. http://tollgate-api:8080');
+  try {
+    const u = new URL(apiUrl);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+  } catch {
+    throw new ControllerConfigError('TOLLGATE_API_URL must be an http or https URL');
+  }
+  let credentials: Credentials | (() => Credentials);
+  const dir = env.TOLLGATE_CREDENTIALS_DIR;
+  if (dir) {
+    const read = (file: string) => {
+      const p = path.join(dir, file);
+      if (!existsSync(p)) throw new ControllerConfigError(`TOLLGATE_CREDENTIALS_DIR has no ${file}`);
+      return readFileSync(p, 'utf8').trim();
+    };
+    credentials = () => ({ clientId: read('client-id'), clientSecret: read('client-secret') });
+    credentials(); // both files must be there now
+  } else if (env.TOLLGATE_CLIENT_ID && env.TOLLGATE_CLIENT_SECRET) {
+    credentials = { clientId: env.TOLLGATE_CLIENT_ID, clientSecret: env.TOLLGATE_CLIENT_SECRET };
+  } else {
+    throw new ControllerConfigError(
+      'set TOLLGATE_CREDENTIALS_DIR (files client-id, client-secret) or TOLLGATE_CLIENT_ID and TOLLGATE_CLIENT_SECRET: a service account of POST /service-accounts',
+    );
+  }
+  const leaseNamespace =
+    env.TOLLGATE_LEASE_NAMESPACE ??
+    env.POD_NAMESPACE ??
+    (existsSync(IN_CLUSTER_NAMESPACE) ? readFileSync(IN_CLUSTER_NAMESPACE, 'utf8').trim() : 'default');
+  const claim = env.TOLLGATE_CLAIM_UNANNOTATED ?? 'true';
+  if (claim !== 'true' && claim !== 'false') throw new ControllerConfigError('TOLLGATE_CLAIM_UNANNOTATED must be true or false');
+  return {
+    apiUrl,
+    credentials,
+    leaseNamespace,
+    claimUnannotated: claim === 'true',
+    resyncMs: positive(env, 'TOLLGATE_RESYNC_SECONDS', 300, 86_400) * 1000,
+    workers: positive(env, 'TOLLGATE_WORKERS', 4, 64),
+    leaseSeconds: positive(env, 'TOLLGATE_LEASE_SECONDS', 15, 300),
+    logLevel: env.LOG_LEVEL ?? 'info',
+    identity: `${env.POD_NAME || hostname()}_${process.pid}`,
+  };
+}
+
+/** Starts the controller; resolves with the running instance (stop() on SIGTERM is the caller's). */
+export async function startController(config: ControllerConfig): Promise<Controller> {
+  const log = pino({ level: config.logLevel, base: { component: 'controller' } });
+  const registry = new RegistryClient({ baseUrl: config.apiUrl, credentials: config.credentials, connections: config.workers * 4 });
+  // Which organisation the credential stands for; fails fast on a wrong secret or an unreachable API.
+  const tenant = await registry.get<{ slug: string }>('/tenants/current');
+  const lease = config.leaseSeconds * 1000;
+  const controller = new Controller({
+    kubeConfig: loadKubeConfig(),
+    registry,
+    organisation: tenant.slug,
+    claimUnannotated: config.claimUnannotated,
+    leaseNamespace: config.leaseNamespace,
+    identity: config.identity,
+    workers: config.workers,
+    resyncMs: config.resyncMs,
+    lease: {
+      leaseDurationSeconds: config.leaseSeconds,
+      renewDeadlineMs: Math.round((lease * 2) / 3),
+      renewPeriodMs: Math.round(lease / 3),
+      retryPeriodMs: Math.max(200, Math.round(lease / 7)),
+    },
+    log,
+  });
+  controller.start();
+  return controller;
+}

@@ -1,0 +1,312 @@
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { Informer, KINDS, type ResourceRef } from './informers.js';
+import { objectKey, statusOf } from './kube.js';
+import { LeaderElector, leaseClient, type LeaderElectorOptions } from './leader.js';
+import { ObjectWriter, secretStore, setCondition } from './objects.js';
+import { WorkQueue } from './queue.js';
+import { agentReconciler } from './reconcilers/agent.js';
+import { mcpServerReconciler, toolReconciler } from './reconcilers/inventory.js';
+import { policyReconciler } from './reconcilers/policy.js';
+import { Waiting, type Kind, type KindReconciler, type Outcome, type ReconcileContext } from './reconcilers/types.js';
+import { RegistryError, type RegistryClient } from './registry.js';
+import { FINALIZER, ORGANISATION_ANNOTATION, type Status, type TollgateObject, type ToolSpec } from './resources.js';
+
+export interface ControllerOptions {
+  kubeConfig: KubeConfig;
+  registry: RegistryClient;
+  /** The slug of the organisation the credential belongs to (GET /tenants/current). */
+  organisation: string;
+  /** Reconcile namespaces without the tollgate.dev/organization annotation. Default true. */
+  claimUnannotated?: boolean;
+  /** Where the leader-election Lease lives. */
+  leaseNamespace: string;
+  /** Default tollgate-controller-<organisation>: one leader per organisation. */
+  leaseName?: string;
+  identity?: string;
+  /** Reconciles in flight per kind. Default 4. */
+  workers?: number;
+  /** Every object is reconciled again this often (drift repair). Default 5 minutes. */
+  resyncMs?: number;
+  /** Lease timings (tests shorten them). */
+  lease?: Partial<Pick<LeaderElectorOptions, 'leaseDurationSeconds' | 'renewDeadlineMs' | 'renewPeriodMs' | 'retryPeriodMs'>>;
+  log: Logger;
+}
+
+const ALL_KINDS = Object.keys(KINDS) as Kind[];
+
+/** The name an object takes in the registry: two objects of one organisation may not share it. */
+function registryName(kind: Kind, obj: TollgateObject): string {
+  return kind === 'Tool' ? (obj.spec as unknown as ToolSpec).toolKey : obj.metadata!.name!;
+}
+
+function earlier(a: TollgateObject, b: TollgateObject): boolean {
+  const ta = Date.parse(String(a.metadata?.creationTimestamp ?? ''));
+  const tb = Date.parse(String(b.metadata?.creationTimestamp ?? ''));
+  return ta !== tb ? ta < tb : objectKey(a) < objectKey(b);
+}
+
+/**
+ * Which namespaces this controller reconciles: those annotated tollgate.dev/organization with its
+ * organisation's slug, and (with claimUnannotated) those without the annotation. Read through a
+ * 30-second cache, so a changed annotation takes effect within a resync.
+ */
+class NamespaceScope {
+  private readonly cache = new Map<string, { managed: boolean; at: number }>();
+  private readonly core: CoreV1Api;
+
+  constructor(
+    kc: KubeConfig,
+    private readonly organisation: string,
+    private readonly claimUnannotated: boolean,
+  ) {
+    this.core = kc.makeApiClient(CoreV1Api);
+  }
+
+  async manages(namespace: string): Promise<boolean> {
+    const hit = this.cache.get(namespace);
+    if (hit && Date.now() - hit.at < 30_000) return hit.managed;
+    let annotation: string | undefined;
+    try {
+      const ns = await this.core.readNamespace({ name: namespace });
+      annotation = ns.metadata?.annotations?.[ORGANISATION_ANNOTATION];
+    } catch (err) {
+      if (statusOf(err) !== 404) throw err;
+    }
+    const managed = annotation === undefined ? this.claimUnannotated : annotation === this.organisation;
+    this.cache.set(namespace, { managed, at: Date.now() });
+    return managed;
+  }
+
+  /** The last answer for the namespace, without asking the API server; false when never asked. */
+  known(namespace: string): boolean {
+    return this.cache.get(namespace)?.managed ?? false;
+  }
+}
+
+/**
+ * `tollgate controller`: one leader per organisation (a coordination.k8s.io Lease) runs a work queue and
+ * an informer per kind and reconciles every Agent, Tool, MCPServer and Policy of its namespaces into the
+ * registry through the central API. Standbys wait for the Lease. stop() finishes the reconciles in
+ * flight, releases the Lease (a standby takes over at once) and closes the API connections.
+ */
+export class Controller {
+  private readonly elector: LeaderElector;
+  private readonly writer: ObjectWriter;
+  private readonly scope: NamespaceScope;
+  private informers?: Record<Kind, Informer<TollgateObject>>;
+  private reconcilers?: Record<Kind, KindReconciler>;
+  private readonly log: Logger;
+  /** Reconciles finished since the start (tests and the benchmark watch it). */
+  reconciles = 0;
+
+  constructor(private readonly opts: ControllerOptions) {
+    this.log = opts.log;
+    this.writer = new ObjectWriter(opts.kubeConfig);
+    this.scope = new NamespaceScope(opts.kubeConfig, opts.organisation, opts.claimUnannotated ?? true);
+    this.elector = new LeaderElector({
+      leases: leaseClient(opts.kubeConfig),
+      namespace: opts.leaseNamespace,
+      name: opts.leaseName ?? `tollgate-controller-${opts.organisation}`,
+      identity: opts.identity,
+      ...opts.lease,
+      onStartedLeading: (signal) => this.lead(signal),
+      onStoppedLeading: () => this.log.info('stopped leading'),
+      onError: (err) => this.log.warn({ err: describe(err) }, 'leader election'),
+    });
+  }
+
+  get identity(): string {
+    return this.elector.identity;
+  }
+
+  isLeader(): boolean {
+    return this.elector.isLeader();
+  }
+
+  start(): void {
+    this.log.info({ organisation: this.opts.organisation, identity: this.elector.identity }, 'controller starting');
+    this.elector.start();
+  }
+
+  /** Graceful shutdown: reconciles in flight finish, the Lease is released, connections close. */
+  async stop(): Promise<void> {
+    await this.elector.release();
+    await this.opts.registry.close();
+    this.log.info('controller stopped');
+  }
+
+  /** The leader's work, until `signal` aborts. */
+  private async lead(signal: AbortSignal): Promise<void> {
+    this.log.info('leading: starting informers');
+    const queues = Object.fromEntries(
+      ALL_KINDS.map((kind) => [
+        kind,
+        new WorkQueue({
+          onError: (key, err) => this.log.warn({ kind, key, err: describe(err) }, 'reconcile failed; retrying with backoff'),
+        }),
+      ]),
+    ) as Record<Kind, WorkQueue>;
+    const informers = Object.fromEntries(
+      ALL_KINDS.map((kind) => [
+        kind,
+        new Informer<TollgateObject>(this.opts.kubeConfig, KINDS[kind], {
+          queue: queues[kind],
+          // Status-only changes (our own writes among them) are not worth a reconcile.
+          changed: (old, obj) =>
+            old?.metadata?.generation !== obj.metadata?.generation ||
+            !!old?.metadata?.deletionTimestamp !== !!obj.metadata?.deletionTimestamp,
+          onError: (err) => this.log.warn({ kind, err: describe(err) }, 'watch failed; resuming with backoff'),
+        }),
+      ]),
+    ) as Record<Kind, Informer<TollgateObject>>;
+    const ctx: ReconcileContext = { registry: this.opts.registry, informers, secrets: secretStore(this.opts.kubeConfig) };
+    this.informers = informers;
+    this.reconcilers = {
+      Agent: agentReconciler(ctx),
+      Tool: toolReconciler(ctx),
+      MCPServer: mcpServerReconciler(ctx),
+      Policy: policyReconciler(ctx),
+    };
+    for (const informer of Object.values(informers)) informer.start();
+    const stopping = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    try {
+      while (!signal.aborted && !Object.values(informers).every((i) => i.hasSynced())) {
+        await Promise.race([stopping, new Promise((r) => setTimeout(r, 50))]);
+      }
+      if (signal.aborted) return;
+      this.log.info('caches synced: reconciling');
+      const resync = setInterval(() => {
+        for (const kind of ALL_KINDS) for (const obj of informers[kind].list()) queues[kind].add(objectKey(obj));
+      }, this.opts.resyncMs ?? 300_000);
+      const workers = this.opts.workers ?? 4;
+      const running = ALL_KINDS.map((kind) => queues[kind].run(workers, (key) => this.reconcile(kind, key)));
+      await stopping;
+      clearInterval(resync);
+      await Promise.all(ALL_KINDS.map((kind) => queues[kind].shutDown()));
+      await Promise.all(running);
+    } finally {
+      await Promise.all(Object.values(informers).map((i) => i.stop()));
+      this.log.info('leading ended: informers stopped');
+    }
+  }
+
+  /** One pass over one object: the finalizer on delete, else apply and report in the status. */
+  private async reconcile(kind: Kind, key: string): Promise<void> {
+    const obj = this.informers![kind].get(key);
+    if (!obj) return; // gone: its finalizer ran before
+    if (!(await this.scope.manages(obj.metadata!.namespace!))) return;
+    const ref = KINDS[kind];
+    const reconciler = this.reconcilers![kind];
+    const finalizers = obj.metadata!.finalizers ?? [];
+    const conflict = this.conflictOf(kind, obj);
+
+    if (obj.metadata!.deletionTimestamp) {
+      if (!finalizers.includes(FINALIZER)) return;
+      if (!conflict && reconciler.finalize) await reconciler.finalize(obj);
+      await this.ignoreGone(this.writer.setFinalizers(ref, obj, finalizers.filter((f) => f !== FINALIZER)));
+      this.log.info({ kind, key }, conflict ? 'deleted (held no registry record)' : 'deleted: registry side done');
+      this.reconciles++;
+      return;
+    }
+
+    let current = obj;
+    let outcome: Outcome;
+    if (conflict) {
+      outcome = {
+        ready: false,
+        settled: true,
+        reason: 'NameConflict',
+        message: `${kind} ${objectKey(conflict)} already stands for "${registryName(kind, obj)}" in this organisation`,
+      };
+    } else {
+      if (reconciler.finalize && !finalizers.includes(FINALIZER)) {
+        current = await this.writer.setFinalizers(ref, obj, [...finalizers, FINALIZER]);
+      }
+      try {
+        outcome = await reconciler.apply(current);
+      } catch (err) {
+        await this.report(ref, current, failure(err)).catch((e: unknown) =>
+          this.log.warn({ kind, key, err: describe(e) }, 'status write failed'),
+        );
+        throw err;
+      }
+    }
+    const generation = current.metadata!.generation!;
+    const putBack = outcome.putBack ?? [];
+    if (putBack.length && current.status?.observedGeneration === generation) {
+      // Changed through the API since the last reconcile of this very generation: drift, put back.
+      const message = `registry fields changed outside Kubernetes were put back: ${putBack.join(', ')}`;
+      this.log.warn({ kind, key, registryId: outcome.registryId, fields: putBack }, 'drift corrected');
+      outcome = { ...outcome, message: `${outcome.message}; ${message} at ${new Date().toISOString()}` };
+      await this.writer.event(current, 'Warning', 'DriftCorrected', message).catch((e: unknown) =>
+        this.log.warn({ kind, key, err: describe(e) }, 'event write failed'),
+      );
+    }
+    await this.report(ref, current, outcome);
+    this.reconciles++;
+  }
+
+  /** Another object of the kind, older, that stands for the same registry record. */
+  private conflictOf(kind: Kind, obj: TollgateObject): TollgateObject | undefined {
+    const name = registryName(kind, obj);
+    return this.informers![kind]
+      .list()
+      .find(
+        (o) =>
+          o.metadata?.uid !== obj.metadata?.uid &&
+          !o.metadata?.deletionTimestamp &&
+          registryName(kind, o) === name &&
+          this.scope.known(o.metadata!.namespace!) &&
+          earlier(o, obj),
+      );
+  }
+
+  /** Writes the status an outcome amounts to; a generation counts as observed once ready or settled. */
+  private async report(ref: ResourceRef, obj: TollgateObject, outcome: Outcome): Promise<void> {
+    const generation = obj.metadata!.generation!;
+    const observed = outcome.ready || outcome.settled;
+    const status: Status = {
+      ...obj.status,
+      ...outcome.status,
+      observedGeneration: observed ? generation : obj.status?.observedGeneration,
+      registryId: outcome.registryId ?? obj.status?.registryId,
+      conditions: setCondition(
+        obj.status?.conditions,
+        {
+          type: 'Ready',
+          status: outcome.ready ? 'True' : 'False',
+          reason: outcome.reason,
+          message: outcome.message.slice(0, 32_000),
+          observedGeneration: generation,
+        },
+        new Date(),
+      ),
+    };
+    await this.ignoreGone(this.writer.writeStatus(ref, obj, status));
+  }
+
+  private async ignoreGone(p: Promise<unknown>): Promise<void> {
+    try {
+      await p;
+    } catch (err) {
+      if (statusOf(err) !== 404) throw err;
+    }
+  }
+}
+
+/** The Ready=False outcome of a failed reconcile (the generation stays unobserved; the queue retries). */
+function failure(err: unknown): Outcome {
+  if (err instanceof Waiting) return { ready: false, reason: err.reason, message: err.message };
+  if (err instanceof RegistryError) {
+    const fields = (err.details as { fields?: { field: string; message: string }[] } | null)?.fields;
+    const detail = fields?.length ? ` (${fields.map((f) => `${f.field}: ${f.message}`).join('; ')})` : '';
+    return { ready: false, reason: 'RegistryRefused', message: `Tollgate answered ${err.message}${detail}` };
+  }
+  return { ready: false, reason: 'ReconcileError', message: describe(err) };
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
