@@ -69,12 +69,12 @@ async function runController(): Promise<number> {
     }
     throw err;
   }
-  const controller = await startController(config);
+  const running = await startController(config);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
-  await controller.stop();
+  await running.stop();
   return 0;
 }
 

@@ -5,6 +5,8 @@ import { pino } from 'pino';
 import { loadKubeConfig } from './kube.js';
 import { Controller } from './manager.js';
 import { RegistryClient, type Credentials } from './registry.js';
+import type { InjectionSettings } from './webhook/inject.js';
+import { startWebhook } from './webhook/server.js';
 
 const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
@@ -22,6 +24,8 @@ export interface ControllerConfig {
   logLevel: string;
   /** The leader-election identity: POD_NAME (the downward API) or the host name, with the pid. */
   identity: string;
+  /** The sidecar-injection webhook; absent when TOLLGATE_WEBHOOK_CERT_DIR is not set. */
+  webhook?: { certDir: string; port: number; settings: InjectionSettings };
 }
 
 function positive(env: NodeJS.ProcessEnv, name: string, fallback: number, max: number): number {
@@ -69,7 +73,18 @@ export function controllerConfig(env: NodeJS.ProcessEnv): ControllerConfig {
     (existsSync(IN_CLUSTER_NAMESPACE) ? readFileSync(IN_CLUSTER_NAMESPACE, 'utf8').trim() : 'default');
   const claim = env.TOLLGATE_CLAIM_UNANNOTATED ?? 'true';
   if (claim !== 'true' && claim !== 'false') throw new ControllerConfigError('TOLLGATE_CLAIM_UNANNOTATED must be true or false');
+  let webhook: ControllerConfig['webhook'];
+  if (env.TOLLGATE_WEBHOOK_CERT_DIR) {
+    const image = env.TOLLGATE_SIDECAR_IMAGE;
+    if (!image) throw new ControllerConfigError('set TOLLGATE_SIDECAR_IMAGE, the image the webhook injects as the sidecar');
+    webhook = {
+      certDir: env.TOLLGATE_WEBHOOK_CERT_DIR,
+      port: positive(env, 'TOLLGATE_WEBHOOK_PORT', 9443, 65_535),
+      settings: { image, apiUrl: env.TOLLGATE_SIDECAR_API_URL ?? apiUrl },
+    };
+  }
   return {
+    webhook,
     apiUrl,
     credentials,
     leaseNamespace,
@@ -82,8 +97,8 @@ export function controllerConfig(env: NodeJS.ProcessEnv): ControllerConfig {
   };
 }
 
-/** Starts the controller; resolves with the running instance (stop() on SIGTERM is the caller's). */
-export async function startController(config: ControllerConfig): Promise<Controller> {
+/** Starts the webhook (when configured) and the controller; stop() on SIGTERM is the caller's. */
+export async function startController(config: ControllerConfig): Promise<{ controller: Controller; stop(): Promise<void> }> {
   const log = pino({ level: config.logLevel, base: { component: 'controller' } });
   const registry = new RegistryClient({ baseUrl: config.apiUrl, credentials: config.credentials, connections: config.workers * 4 });
   // Which organisation the credential stands for; fails fast on a wrong secret or an unreachable API.
@@ -106,6 +121,15 @@ export async function startController(config: ControllerConfig): Promise<Control
     },
     log,
   });
+  const webhook = config.webhook
+    ? await startWebhook({ kubeConfig: loadKubeConfig(), log, ...config.webhook })
+    : (log.info('webhook: off (no TOLLGATE_WEBHOOK_CERT_DIR)'), undefined);
   controller.start();
-  return controller;
+  return {
+    controller,
+    async stop() {
+      await webhook?.close();
+      await controller.stop();
+    },
+  };
 }

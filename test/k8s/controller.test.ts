@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { api, onboardAdmin, setPlan, startTestApp, type TestApp } from '../support/harness.js';
-import { startKube, type KubeCluster } from '../support/kube-cluster.js';
+import { loopbackServingCert, startKube, type KubeCluster } from '../support/kube-cluster.js';
+import { freePort } from '../support/postgres-cluster.js';
 import { eventually, installCrds, kubectlFor, kubectlRaw } from '../support/kubectl.js';
 import { ROOT, spawnTollgate, stop } from '../support/processes.js';
 
@@ -31,6 +32,8 @@ describe('tollgate controller on a real Kubernetes API server', () => {
   let admin: Awaited<ReturnType<typeof onboardAdmin>>;
   let apiUrl: string;
   let credentials: { client_id: string; client_secret: string };
+  let webhookPort: number;
+  const SIDECAR_IMAGE = 'registry.example.com/tollgate:test';
   const controllers: ReturnType<typeof spawnTollgate>[] = [];
 
   const startController = (identity: string, extra: Record<string, string> = {}) => {
@@ -74,7 +77,15 @@ describe('tollgate controller on a real Kubernetes API server', () => {
     const sa = await admin.client.post(api('/service-accounts'), { name: 'kubernetes-controller' });
     expect(sa.statusCode).toBe(201);
     credentials = sa.json();
-    startController('controller-a');
+    // Controller a also serves the injection webhook, on loopback with a certificate the API server trusts.
+    const certDir = path.join(cluster.dir, 'webhook-tls');
+    await loopbackServingCert(cluster, certDir);
+    webhookPort = await freePort();
+    startController('controller-a', {
+      TOLLGATE_WEBHOOK_CERT_DIR: certDir,
+      TOLLGATE_WEBHOOK_PORT: String(webhookPort),
+      TOLLGATE_SIDECAR_IMAGE: SIDECAR_IMAGE,
+    });
     await eventually(leaseHolder, 20_000, 'a leader');
   }, 30 * 60_000);
 
@@ -203,6 +214,58 @@ describe('tollgate controller on a real Kubernetes API server', () => {
     expect(events.length).toBeGreaterThan(0);
     expect(events.map((e) => e.message).join('\n')).toMatch(/criticality/);
     expect(ready(await get('agents', 'payments-assistant'))!.message).toMatch(/put back/);
+  });
+
+  it('injects the sidecar into a labelled pod of a Ready Agent, and refuses pods of a missing Agent', async () => {
+    await apply({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingWebhookConfiguration',
+      metadata: { name: 'tollgate-sidecar-injector' },
+      webhooks: [
+        {
+          name: 'inject.tollgate.dev',
+          clientConfig: { url: `https://127.0.0.1:${webhookPort}/mutate-v1-pod`, caBundle: Buffer.from(cluster.caPem).toString('base64') },
+          rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
+          objectSelector: { matchLabels: { 'tollgate.dev/inject': 'true' } },
+          failurePolicy: 'Fail',
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+          reinvocationPolicy: 'IfNeeded',
+          timeoutSeconds: 10,
+        },
+      ] as unknown,
+    } as unknown as Obj);
+    const pod = (name: string, agent: string) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'default', labels: { 'tollgate.dev/inject': 'true' }, annotations: { 'tollgate.dev/agent': agent } },
+      spec: { containers: [{ name: 'agent', image: 'example.com/payments-agent:1' }] },
+    });
+    // The configuration takes a moment to reach the API server's admission chain.
+    await eventually(async () => {
+      await kubectlRaw(cluster, ['create', '-f', '-'], JSON.stringify(pod('payments-worker', 'payments-assistant')));
+      return true;
+    }, 10_000, 'the pod created');
+    const stored = JSON.parse(await kubectl('get', 'pod', 'payments-worker', '-n', 'default', '-o', 'json'));
+    expect(stored.spec.initContainers).toHaveLength(1);
+    expect(stored.spec.initContainers[0]).toMatchObject({
+      name: 'tollgate-sidecar',
+      image: SIDECAR_IMAGE,
+      args: ['sidecar'],
+      restartPolicy: 'Always',
+      securityContext: { runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+    });
+    expect(stored.spec.volumes).toContainEqual(expect.objectContaining({ name: 'tollgate-identity', secret: expect.objectContaining({ secretName: 'tollgate-identity-payments-assistant' }) }));
+    expect(stored.spec.containers[0].env).toContainEqual({ name: 'TOLLGATE_GATEWAY_URL', value: 'http://127.0.0.1:15080' });
+
+    await expect(kubectlRaw(cluster, ['create', '-f', '-'], JSON.stringify(pod('ghost-worker', 'ghost')))).rejects.toThrow(
+      /denied the request: tollgate: Agent ghost does not exist in this namespace/,
+    );
+    // A pod that does not ask is not touched.
+    const plain = pod('plain-worker', 'payments-assistant');
+    plain.metadata.labels = {} as never;
+    await kubectlRaw(cluster, ['create', '-f', '-'], JSON.stringify(plain));
+    expect(JSON.parse(await kubectl('get', 'pod', 'plain-worker', '-n', 'default', '-o', 'json')).spec.initContainers).toBeUndefined();
   });
 
   it('issues a new identity when its Secret is deleted, and revokes the one it held', async () => {

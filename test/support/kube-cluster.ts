@@ -321,3 +321,20 @@ async function terminate(child: ChildProcess): Promise<void> {
 function tail(text: string, lines: number): string {
   return text.trimEnd().split('\n').slice(-lines).join('\n');
 }
+
+/**
+ * A serving certificate for 127.0.0.1 signed by the cluster's CA (which the API server already trusts as
+ * the caBundle), written as tls.crt and tls.key into `outDir`: for webhooks the tests run on loopback.
+ */
+export async function loopbackServingCert(cluster: KubeCluster, outDir: string): Promise<void> {
+  mkdirSync(outDir, { recursive: true, mode: 0o700 });
+  const pki = path.join(cluster.dir, 'pki');
+  const ext = path.join(outDir, 'tls.ext');
+  writeFileSync(ext, ['basicConstraints=critical,CA:FALSE', 'keyUsage=critical,digitalSignature,keyEncipherment',
+    'extendedKeyUsage=serverAuth', 'subjectAltName=IP:127.0.0.1,DNS:localhost'].join('\n') + '\n');
+  const csr = path.join(outDir, 'tls.csr');
+  await run('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+    '-keyout', path.join(outDir, 'tls.key'), '-out', csr, '-subj', '/CN=tollgate-webhook']);
+  await run('openssl', ['x509', '-req', '-in', csr, '-CA', path.join(pki, 'ca.crt'), '-CAkey', path.join(pki, 'ca.key'),
+    '-set_serial', `0x${randomBytes(8).toString('hex')}`, '-days', '30', '-extfile', ext, '-out', path.join(outDir, 'tls.crt')]);
+}
