@@ -18,6 +18,7 @@ import { EvidenceSigner } from './modules/evidence/signer.js';
 import { DecisionSnapshots } from './modules/gateway/snapshot.js';
 import { RevocationCache } from './modules/identities/revocation.js';
 import { TokenService } from './modules/identities/tokens.js';
+import { ServiceAccountStates } from './modules/service-accounts/service-accounts.state.js';
 import { apiRoutes } from './routes.js';
 
 export const CORRELATION_HEADER = 'x-correlation-id';
@@ -51,6 +52,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clock,
     tokens: new TokenService(config.tokenSigningSeed, () => clock.now()),
     revocations: new RevocationCache(deps.db, clock, config.revocationCacheMs),
+    serviceAccounts: new ServiceAccountStates(deps.db, clock, config.revocationCacheMs),
     evidence: new EvidenceSigner(config.tokenSigningSeed),
     hits: new HitCounter(deps.db, clock),
     snapshots: new DecisionSnapshots(),

@@ -13,6 +13,7 @@ import { authRoutes } from './modules/auth/auth.routes.js';
 import { policiesRoutes } from './modules/policies/policies.routes.js';
 import { notificationsRoutes } from './modules/notifications/notifications.routes.js';
 import { rolesRoutes } from './modules/roles/roles.routes.js';
+import { serviceAccountsRoutes } from './modules/service-accounts/service-accounts.routes.js';
 import { settingsRoutes } from './modules/settings/settings.routes.js';
 import { tenantsRoutes } from './modules/tenants/tenants.routes.js';
 import { usersRoutes } from './modules/users/users.routes.js';
@@ -42,6 +43,7 @@ export async function apiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(containmentRoutes);
   await app.register(bindingsRoutes);
   await app.register(identitiesRoutes);
+  await app.register(serviceAccountsRoutes);
   await app.register(inventoryRoutes);
   await app.register(evidenceRoutes);
   await app.register(gatewayRoutes);

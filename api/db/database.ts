@@ -11,6 +11,7 @@ import { evidence } from './migrations/0003_evidence.js';
 import { gateway } from './migrations/0004_gateway.js';
 import { policies } from './migrations/0005_policies.js';
 import { registryVersions } from './migrations/0006_registry_versions.js';
+import { serviceAccounts } from './migrations/0007_service_accounts.js';
 import type { DB } from './schema.js';
 
 export type Db = Kysely<DB>;
@@ -31,6 +32,7 @@ export function migrations(runtimeRole: string): Record<string, Migration> {
     '0004_gateway': gateway(runtimeRole),
     '0005_policies': policies(runtimeRole),
     '0006_registry_versions': registryVersions(runtimeRole),
+    '0007_service_accounts': serviceAccounts(runtimeRole),
   };
 }
 

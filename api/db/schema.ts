@@ -401,6 +401,23 @@ export interface RegistryVersionsTable {
   version: string;
 }
 
+export interface ServiceAccountsTable {
+  id: string;
+  org_id: string;
+  name: string;
+  description: Generated<string>;
+  roles: string[];
+  client_id: string;
+  secret_hash: string;
+  previous_secret_hash: string | null;
+  previous_valid_until: Date | null;
+  status: Generated<string>;
+  created_by: string | null;
+  created_at: Generated<Date>;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
 export interface DB {
   organisations: OrganisationsTable;
   users: UsersTable;
@@ -431,4 +448,5 @@ export interface DB {
   policies: PoliciesTable;
   policy_versions: PolicyVersionsTable;
   registry_versions: RegistryVersionsTable;
+  service_accounts: ServiceAccountsTable;
 }

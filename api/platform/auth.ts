@@ -5,7 +5,7 @@ import { recordAudit } from '../modules/audit/audit.repository.js';
 import { findSessionPrincipal } from '../modules/auth/sessions.repository.js';
 import { findPerson } from '../modules/users/users.repository.js';
 import { ALL_PERMISSIONS, permissionsOf, type Permission } from '../modules/roles/catalogue.js';
-import type { AgentPrincipal, OnboardingPrincipal, PersonPrincipal } from './context.js';
+import type { ActorPrincipal, AgentPrincipal, OnboardingPrincipal, PersonPrincipal, ServicePrincipal } from './context.js';
 import { ApiError, forbidden } from './errors.js';
 
 export const SESSION_COOKIE = 'tollgate_session';
@@ -40,16 +40,22 @@ async function personFromSession(app: FastifyInstance, req: FastifyRequest): Pro
   };
 }
 
+/** The token of `Authorization: Bearer <token>`, if the request sends one. */
+function bearerOf(req: FastifyRequest): string | null {
+  const header = req.headers.authorization;
+  const m = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header) : null;
+  return m ? m[1]! : null;
+}
+
 /**
  * The agent behind `Authorization: Bearer <token>`: signature, audience and expiry checked by the
  * token service, revocation by the cached revocation state. Agent tokens work on gateway
- * operations only; everything else reads cookies and ignores the header.
+ * operations only; a service token here fails on its audience.
  */
 async function agentFromBearer(app: FastifyInstance, req: FastifyRequest): Promise<AgentPrincipal> {
-  const header = req.headers.authorization;
-  const m = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header) : null;
-  if (!m) throw new ApiError('unauthenticated', 'Send the agent token as Authorization: Bearer <token>.');
-  const token = await app.deps.tokens.verify(m[1]!);
+  const bearer = bearerOf(req);
+  if (!bearer) throw new ApiError('unauthenticated', 'Send the agent token as Authorization: Bearer <token>.');
+  const token = await app.deps.tokens.verify(bearer);
   await app.deps.revocations.check(token);
   return {
     kind: 'agent',
@@ -59,6 +65,26 @@ async function agentFromBearer(app: FastifyInstance, req: FastifyRequest): Promi
     agentUri: token.uri,
     tokenId: token.jti,
     userId: null,
+  };
+}
+
+/**
+ * The service account behind a service token: signature, audience (`tollgate-api`: an agent token
+ * fails here with invalid_audience) and expiry, then the account's current status and roles. A
+ * revoked account answers 401 at once, whatever its tokens' expiry.
+ */
+async function serviceFromBearer(app: FastifyInstance, token: string): Promise<ServicePrincipal> {
+  const claims = await app.deps.tokens.verifyService(token);
+  const account = await app.deps.serviceAccounts.current(claims.org, claims.sac);
+  if (!account || account.status !== 'active') throw new ApiError('identity_revoked', 'The service account was revoked.');
+  return {
+    kind: 'service',
+    orgId: claims.org,
+    userId: claims.sac,
+    serviceAccountId: claims.sac,
+    name: account.name,
+    roles: account.roles,
+    permissions: permissionsOf(account.roles),
   };
 }
 
@@ -153,12 +179,19 @@ export function registerAuthentication(app: FastifyInstance): void {
       return;
     }
 
-    const person = await personFromSession(app, req);
-    req.principal = person ?? (caller === 'onboarding' ? await onboardingFromCookie(app, req) : null);
+    // A service token counts only without a session cookie: a browser's session always wins.
+    const bearer = caller === 'onboarding' || req.cookies[SESSION_COOKIE] ? null : bearerOf(req);
+    if (bearer) {
+      req.principal = await serviceFromBearer(app, bearer);
+    } else {
+      const person = await personFromSession(app, req);
+      req.principal = person ?? (caller === 'onboarding' ? await onboardingFromCookie(app, req) : null);
+    }
     const principal = req.principal;
     if (!principal) throw new ApiError('unauthenticated');
 
-    if (UNSAFE.has(req.method)) {
+    // A bearer token is not sent by the browser on its own, so it needs no CSRF defence.
+    if (UNSAFE.has(req.method) && principal.kind !== 'service') {
       const header = req.headers['x-csrf-token'];
       const cookie = req.cookies[CSRF_COOKIE];
       const ok =
@@ -169,7 +202,7 @@ export function registerAuthentication(app: FastifyInstance): void {
       if (!ok) throw new ApiError('csrf_failed');
     }
 
-    if (PERMISSION_SET.has(caller) && principal.kind === 'person') {
+    if (PERMISSION_SET.has(caller) && (principal.kind === 'person' || principal.kind === 'service')) {
       const permission = caller as Permission;
       if (!principal.permissions.has(permission)) {
         await inScope(app.deps.db, { orgId: principal.orgId }, (tx) =>
@@ -177,7 +210,7 @@ export function registerAuthentication(app: FastifyInstance): void {
             tx,
             principal.orgId,
             {
-              actorType: 'person',
+              actorType: principal.kind === 'service' ? 'service_account' : 'person',
               actorId: principal.userId,
               action: 'permission.denied',
               targetType: 'operation',
@@ -195,17 +228,33 @@ export function registerAuthentication(app: FastifyInstance): void {
   });
 }
 
-/** The signed-in person of a route whose caller is a permission or `signed in`. */
+/**
+ * The signed-in person of a route whose caller is a permission or `signed in`, for operations that
+ * are a person's own (their session, profile, notifications) or that need a person (deciding
+ * approvals, publishing policies). A service account gets 403 forbidden.
+ */
 export function personOf(req: FastifyRequest): PersonPrincipal {
   const p = req.principal;
+  if (p?.kind === 'service') {
+    throw new ApiError('forbidden', 'This operation takes a signed-in person; a service account cannot call it.', {
+      required_principal: 'person',
+    });
+  }
   if (!p || p.kind !== 'person') throw new ApiError('unauthenticated');
+  return p;
+}
+
+/** Who acts in an organisation on a route whose caller is a permission: a person or a service account. */
+export function actorOf(req: FastifyRequest): ActorPrincipal {
+  const p = req.principal;
+  if (!p || (p.kind !== 'person' && p.kind !== 'service')) throw new ApiError('unauthenticated');
   return p;
 }
 
 /** The caller of an `onboarding` operation: the onboarding cookie's person, or a signed-in one. */
 export function onboardingCallerOf(req: FastifyRequest): PersonPrincipal | OnboardingPrincipal {
   const p = req.principal;
-  if (!p || p.kind === 'agent') throw new ApiError('unauthenticated');
+  if (!p || p.kind === 'agent' || p.kind === 'service') throw new ApiError('unauthenticated');
   return p;
 }
 

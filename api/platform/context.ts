@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { RevocationCache } from '../modules/identities/revocation.js';
 import type { TokenService } from '../modules/identities/tokens.js';
+import type { ServiceAccountStates } from '../modules/service-accounts/service-accounts.state.js';
 import type { EvidenceSigner } from '../modules/evidence/signer.js';
 import type { HitCounter } from './rate-limit.js';
 import type { DecisionSnapshots } from '../modules/gateway/snapshot.js';
@@ -51,7 +52,26 @@ export interface AgentPrincipal {
   userId: null;
 }
 
-export type Principal = PersonPrincipal | OnboardingPrincipal | AgentPrincipal;
+/**
+ * A service account presenting a verified service token (`Authorization: Bearer`, no session cookie)
+ * on an operation whose caller is a permission. Its status and roles are read afresh (or from a cache
+ * this process empties on revocation), not taken from the token.
+ */
+export interface ServicePrincipal {
+  kind: 'service';
+  orgId: string;
+  /** The service account's id: what audit entries, created_by and author ids record. */
+  userId: string;
+  serviceAccountId: string;
+  name: string;
+  roles: string[];
+  permissions: Set<Permission>;
+}
+
+export type Principal = PersonPrincipal | OnboardingPrincipal | AgentPrincipal | ServicePrincipal;
+
+/** Who acts within an organisation on an operation guarded by a permission: a person or a service account. */
+export type ActorPrincipal = PersonPrincipal | ServicePrincipal;
 
 /** The clock is injected so that expiry is tested without sleeping. */
 export interface Clock {
@@ -72,6 +92,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     caller?: Caller;
     rateGroup?: RateGroup;
+    /** An operation outside the spec's list (x-tollgate-extension in the OpenAPI document). */
+    beyondSpec?: boolean;
   }
   interface FastifyRequest {
     principal: Principal | null;
@@ -80,6 +102,8 @@ declare module 'fastify' {
     deps: Required<Omit<AppDeps, 'logStream'>> & {
       tokens: TokenService;
       revocations: RevocationCache;
+      /** Service accounts' status and roles as authentication reads them. */
+      serviceAccounts: ServiceAccountStates;
       evidence: EvidenceSigner;
       hits: HitCounter;
       /** Each organisation's registry as decisions read it, in memory (gateway and simulation share it). */

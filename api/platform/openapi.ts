@@ -17,13 +17,20 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         title: 'Tollgate API',
         version: API_VERSION,
         description:
-          'Governance control plane for AI agents. Each operation names its caller in x-tollgate-caller: a permission, or `signed in`, `agent`, `client`, `onboarding`, `public`.',
+          'Governance control plane for AI agents. Each operation names its caller in x-tollgate-caller: a permission, or `signed in`, `agent`, `client`, `onboarding`, `public`. Operations outside the spec\'s list carry x-tollgate-extension: true.',
       },
       servers: [{ url: API_PREFIX }],
       components: {
         securitySchemes: {
           session: { type: 'apiKey', in: 'cookie', name: 'tollgate_session' },
           csrf: { type: 'apiKey', in: 'header', name: 'X-CSRF-Token' },
+          service_token: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description:
+              "A service account's token from POST /service-accounts/token, without a session cookie and without CSRF header. Operations that are a person's own or need a person (sessions, notifications, approvals, actions, policy publishing) answer 403.",
+          },
         },
       },
     },

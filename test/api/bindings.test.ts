@@ -152,4 +152,109 @@ describe('delegations and permission bindings', () => {
       );
     });
   });
+
+  describe('GET /agents/{id}/permissions and GET /agents/{id}/delegations', () => {
+    it("lists the agent's bindings and delegations oldest first, expired ones included, and nothing of other agents", async () => {
+      const agent = (await admin.client.post(api('/agents'), { name: 'Listed agent' })).json();
+      const other = (await admin.client.post(api('/agents'), { name: 'Unlisted agent' })).json();
+      const soon = new Date(clock.now().getTime() + 60_000).toISOString();
+      const bindings = [];
+      for (const body of [
+        { target_kind: 'tool', target_id: paymentTool.id, actions: ['invoke'], constraints: { max_amount: 10 }, expires_at: soon },
+        { target_kind: 'tool', target_id: paymentTool.id, actions: ['read'] },
+      ]) {
+        bindings.push((await admin.client.post(api(`/agents/${agent.id}/permissions`), body)).json());
+        clock.advance(1);
+      }
+      const delegations = [];
+      for (const body of [
+        { principal_ref: 'user:first@example.com', display_name: 'First', scopes: ['a'], expires_at: soon },
+        { principal_ref: 'group:second', display_name: 'Second', principal_type: 'group', scopes: [] },
+      ]) {
+        delegations.push((await admin.client.post(api(`/agents/${agent.id}/delegations`), body)).json());
+        clock.advance(1);
+      }
+      await admin.client.post(api(`/agents/${other.id}/permissions`), { target_kind: 'tool', target_id: paymentTool.id, actions: ['invoke'] });
+      await admin.client.post(api(`/agents/${other.id}/delegations`), { principal_ref: 'user:other@example.com', display_name: 'O', scopes: [] });
+
+      clock.advance(120);
+      const perms = await admin.client.get(api(`/agents/${agent.id}/permissions`));
+      expect(perms.statusCode).toBe(200);
+      // The same shape POST answers, expired binding first (it is the older).
+      expect(perms.json()).toEqual({ items: bindings });
+      expect(perms.json().items[0]).toMatchObject({ expires_at: soon, constraints: { max_amount: 10 } });
+      const dels = await admin.client.get(api(`/agents/${agent.id}/delegations`));
+      expect(dels.statusCode).toBe(200);
+      expect(dels.json()).toEqual({ items: delegations });
+
+      const empty = (await admin.client.post(api('/agents'), { name: 'Bare agent' })).json();
+      expect((await admin.client.get(api(`/agents/${empty.id}/permissions`))).json()).toEqual({ items: [] });
+      expect((await admin.client.get(api(`/agents/${empty.id}/delegations`))).json()).toEqual({ items: [] });
+    });
+
+    it("answers 404 for another organisation's agent and 422 for a malformed id", async () => {
+      const b = await onboardAdmin(t.app);
+      for (const path of ['permissions', 'delegations']) {
+        const res = await b.client.get(api(`/agents/${agentId}/${path}`));
+        expect(res.statusCode, path).toBe(404);
+        expect(res.json().error.code).toBe('not_found');
+        expectValidation(await admin.client.get(api(`/agents/nope/${path}`)), 'path.agent_id');
+      }
+    });
+  });
+
+  describe('DELETE /agents/{id}/delegations/{delegation_id}', () => {
+    it('removes a delegation, audits it with the reason, and answers 404 afterwards, for another agent and across organisations', async () => {
+      const delegation = (
+        await admin.client.post(api(`/agents/${agentId}/delegations`), { principal_ref: 'user:gone@example.com', display_name: 'Gone', scopes: ['x'] })
+      ).json();
+      const b = await onboardAdmin(t.app);
+      expect((await b.client.delete(api(`/agents/${agentId}/delegations/${delegation.id}`))).statusCode).toBe(404);
+      const otherAgent = (await admin.client.post(api('/agents'), { name: 'Not the delegate' })).json();
+      expect((await admin.client.delete(api(`/agents/${otherAgent.id}/delegations/${delegation.id}`))).statusCode).toBe(404);
+
+      const res = await admin.client.delete(api(`/agents/${agentId}/delegations/${delegation.id}?reason=${encodeURIComponent('left the company')}`));
+      expect(res.statusCode).toBe(204);
+      expect(res.body).toBe('');
+      expect((await admin.client.get(api(`/agents/${agentId}/delegations`))).json().items.map((d: { id: string }) => d.id)).not.toContain(delegation.id);
+      expect((await admin.client.delete(api(`/agents/${agentId}/delegations/${delegation.id}`))).statusCode).toBe(404);
+      const audit = (await admin.client.get(api(`/audit?action=agent.delegation_removed&target_id=${agentId}`))).json().items;
+      expect(audit).toHaveLength(1);
+      expect(audit[0].details).toMatchObject({
+        reason: 'left the company',
+        delegation: { id: delegation.id, principal_ref: 'user:gone@example.com', scopes: ['x'] },
+      });
+      expectValidation(await admin.client.delete(api(`/agents/${agentId}/delegations/x`)), 'path.delegation_id');
+    });
+
+    it('takes effect on the next decision: the gateway no longer lets the agent act for that principal', async () => {
+      const agent = (await admin.client.post(api('/agents'), { name: 'Acting agent' })).json();
+      const lookupTool = (await admin.client.get(api('/tools'))).json().items.find((x: { tool_key: string }) => x.tool_key === 'crm.lookup_customer');
+      await admin.client.post(api(`/agents/${agent.id}/permissions`), { target_kind: 'tool', target_id: lookupTool.id, actions: ['invoke'] });
+      const delegation = (
+        await admin.client.post(api(`/agents/${agent.id}/delegations`), { principal_ref: 'user:grace@example.com', display_name: 'Grace', scopes: [] })
+      ).json();
+      const identity = (await admin.client.post(api(`/agents/${agent.id}/identities`))).json();
+      const token = (
+        await t.app.inject({
+          method: 'POST',
+          url: api('/identities/token'),
+          payload: { grant_type: 'client_credentials', client_id: identity.client_id, client_secret: identity.client_secret },
+        })
+      ).json().access_token;
+      let n = 0;
+      const submit = () =>
+        t.app.inject({
+          method: 'POST',
+          url: api('/actions'),
+          headers: { authorization: `Bearer ${token}`, 'idempotency-key': `delegation-${Date.now()}-${++n}` },
+          payload: { tool: 'crm.lookup_customer', target: 'crm://customers/7', parameters: { customer_id: '7' }, on_behalf_of: 'user:grace@example.com' },
+        });
+      expect((await submit()).json().decision).toMatchObject({ decision: 'allow' });
+      expect((await admin.client.delete(api(`/agents/${agent.id}/delegations/${delegation.id}`))).statusCode).toBe(204);
+      const after = (await submit()).json().decision;
+      expect(after.decision).toBe('deny');
+      expect(after.reason_codes).toContain('DELEGATION_MISSING');
+    });
+  });
 });

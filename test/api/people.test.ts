@@ -184,7 +184,7 @@ describe('users, roles, settings, notifications and audit', () => {
     it('serves the built-in roles and the 40-permission catalogue with its matrix', async () => {
       const a = await onboardAdmin(t.app);
       const roles = (await a.client.get(api('/roles'))).json().items as Array<{ key: string; permissions: string[] }>;
-      expect(roles.map((r) => r.key)).toEqual(['org_admin', 'security_admin', 'approver', 'agent_developer', 'auditor', 'viewer']);
+      expect(roles.map((r) => r.key)).toEqual(['org_admin', 'security_admin', 'approver', 'agent_developer', 'auditor', 'viewer', 'controller']);
       const catalogue = (await a.client.get(api('/roles/permissions'))).json();
       expect(catalogue.permissions).toHaveLength(40);
       for (const r of roles) expect(catalogue.matrix[r.key]).toEqual(r.permissions);

@@ -62,8 +62,8 @@ const SPEC_PERMISSIONS = [
   'report:create',
 ];
 
-const ROLE_KEYS = ['org_admin', 'security_admin', 'approver', 'agent_developer', 'auditor', 'viewer'] as const;
-const MEMBER_ROLES = ['security_admin', 'approver', 'agent_developer', 'auditor', 'viewer'] as const;
+const ROLE_KEYS = ['org_admin', 'security_admin', 'approver', 'agent_developer', 'auditor', 'viewer', 'controller'] as const;
+const MEMBER_ROLES = ['security_admin', 'approver', 'agent_developer', 'auditor', 'viewer', 'controller'] as const;
 type MemberRole = (typeof MEMBER_ROLES)[number];
 
 const correlation = (prefix: string) => `${prefix}-${randomBytes(8).toString('hex')}`;

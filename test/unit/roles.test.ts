@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ALL_PERMISSIONS, ROLES, permissionsOf } from '../../api/modules/roles/catalogue.js';
+import { ALL_PERMISSIONS, ROLES, permissionsBeyond, permissionsOf } from '../../api/modules/roles/catalogue.js';
 import { withMatrix } from '../../scripts/roles-document.js';
 
 // The spec's "Permissions named" (behaviour.md, Authentication).
@@ -28,6 +28,35 @@ describe('role catalogue', () => {
     expect(permissionsOf(['agent_developer']).has('policy:publish')).toBe(false);
     expect(permissionsOf(['approver']).has('approval:decide')).toBe(true);
     for (const r of ROLES) for (const p of r.permissions) expect(ALL_PERMISSIONS).toContain(p);
+  });
+
+  it("gives the Kubernetes controller what reconciling needs, and never policy:publish", () => {
+    expect([...permissionsOf(['controller'])].sort()).toEqual(
+      [
+        'tenant:read',
+        'role:read',
+        'agent:read',
+        'agent:write',
+        'agent:control',
+        'identity:read',
+        'identity:manage',
+        'inventory:read',
+        'inventory:write',
+        'inventory:control',
+        'policy:read',
+        'policy:write',
+      ].sort(),
+    );
+    expect(permissionsOf(['controller']).has('policy:publish')).toBe(false);
+    expect(permissionsOf(['controller']).has('user:manage')).toBe(false);
+  });
+
+  it('names the permissions a grant of roles would add beyond what the granter holds', () => {
+    expect(permissionsBeyond(permissionsOf(['org_admin']), ['controller', 'security_admin'])).toEqual([]);
+    expect(permissionsBeyond(permissionsOf(['agent_developer']), ['viewer'])).toEqual([]);
+    expect(permissionsBeyond(permissionsOf(['agent_developer']), ['controller']).sort()).toEqual(['agent:control', 'inventory:control']);
+    expect(permissionsBeyond(new Set(), ['controller'])).toHaveLength(permissionsOf(['controller']).size);
+    expect(permissionsBeyond(new Set(), [])).toEqual([]);
   });
 
   it('gives the union of permissions for several roles, and nothing for unknown ones', () => {

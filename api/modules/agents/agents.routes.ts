@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { inScope, type Tx } from '../../db/database.js';
-import { personOf } from '../../platform/auth.js';
+import { actorOf } from '../../platform/auth.js';
 import { changesOf, valuesOf } from '../../platform/changes.js';
 import { notFound, validationFailed } from '../../platform/errors.js';
 import { checkIfMatch } from '../../platform/if-match.js';
@@ -57,7 +57,7 @@ export async function agentsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const { limit, cursor, ...filters } = req.query;
       const scope = `agents:${p.orgId}`;
       const after = cursors.decode(scope, cursor);
@@ -81,7 +81,7 @@ export async function agentsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const created = await inScope(db, { orgId: p.orgId }, (tx) => createAgent(tx, req, p.orgId, req.body));
       return reply.status(201).send(toAgent(created.agent, created.owners));
     },
@@ -94,7 +94,7 @@ export async function agentsRoutes(app: FastifyInstance): Promise<void> {
       schema: { summary: 'One agent', tags, params: agentParams, response: { 200: agentOut } },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       return inScope(db, { orgId: p.orgId }, (tx) => agentWithOwners(tx, p.orgId, req.params.agent_id));
     },
   );
@@ -112,7 +112,7 @@ export async function agentsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const id = req.params.agent_id;
       return inScope(db, { orgId: p.orgId }, async (tx) => {
         const before = await agentOr404(tx, p.orgId, id, true);
@@ -145,7 +145,7 @@ export async function agentsRoutes(app: FastifyInstance): Promise<void> {
       schema: { summary: 'Add an owner to an agent', tags, params: agentParams, body: ownerIn, response: { 201: ownerOut } },
     },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const owner = await inScope(db, { orgId: p.orgId }, async (tx) => {
         await agentOr404(tx, p.orgId, req.params.agent_id);
         const row = await tx
@@ -172,7 +172,7 @@ export async function agentsRoutes(app: FastifyInstance): Promise<void> {
       schema: { summary: 'Record a new version of an agent', tags, params: agentParams, body: versionIn, response: { 201: versionOut } },
     },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const row = await inScope(db, { orgId: p.orgId }, async (tx) => {
         await agentOr404(tx, p.orgId, req.params.agent_id);
         if (req.body.model_id) {
@@ -233,7 +233,7 @@ export async function agentsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const now = clock.now();
       return inScope(db, { orgId: p.orgId }, async (tx) => {
         await agentOr404(tx, p.orgId, req.params.agent_id, true);

@@ -8,6 +8,7 @@ import { checkAgentAllowed } from '../tenants/plans.js';
 import { getOrganisation } from '../tenants/tenants.repository.js';
 import { countAgents, getAgent, ownersOf, slugTaken, type AgentRow } from './agents.repository.js';
 import { SLUG, type agentIn } from './agents.schemas.js';
+import type { AGENT_SOURCE } from '../shared/enums.js';
 
 type AgentIn = z.output<typeof agentIn>;
 
@@ -57,6 +58,12 @@ export async function checkPlan(tx: Tx, orgId: string, environment: string, excl
   checkAgentAllowed(org?.plan ?? 'developer', environment, counts);
 }
 
+/** Agents registered by the Kubernetes controller's service account come from Kubernetes. */
+function sourceOf(req: FastifyRequest): (typeof AGENT_SOURCE)[number] {
+  const p = req.principal;
+  return p?.kind === 'service' && p.roles.includes('controller') ? 'kubernetes' : 'manual';
+}
+
 export async function createAgent(tx: Tx, req: FastifyRequest, orgId: string, body: AgentIn) {
   const now = req.server.deps.clock.now();
   if (body.environment === 'production') {
@@ -96,6 +103,7 @@ export async function createAgent(tx: Tx, req: FastifyRequest, orgId: string, bo
       persistent_memory: body.persistent_memory,
       human_approval_coverage: body.human_approval_coverage,
       tags: body.tags,
+      source: sourceOf(req),
       external_ref: null,
       risk_band: null,
       last_attested_at: null,

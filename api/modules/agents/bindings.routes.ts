@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Selectable } from 'kysely';
 import { z } from 'zod';
 import { inScope } from '../../db/database.js';
-import { personOf } from '../../platform/auth.js';
+import type { DelegationsTable, PermissionBindingsTable } from '../../db/schema.js';
+import { actorOf } from '../../platform/auth.js';
 import { notFound, validationFailed } from '../../platform/errors.js';
-import { caller } from '../../platform/route.js';
+import { beyondSpec, caller } from '../../platform/route.js';
 import { iso, timestamp } from '../../platform/schemas.js';
 import { audit } from '../audit/audit.js';
 import { PRINCIPAL_TYPE, TARGET_KIND } from '../shared/enums.js';
@@ -76,6 +78,30 @@ const bindingOut = z.object({
   created_at: timestamp,
 });
 
+const toDelegation = (row: Selectable<DelegationsTable>): z.infer<typeof delegationOut> => ({
+  id: row.id,
+  agent_id: row.agent_id,
+  principal_ref: row.principal_ref,
+  display_name: row.display_name,
+  principal_type: row.principal_type as (typeof PRINCIPAL_TYPE)[number],
+  scopes: row.scopes,
+  expires_at: row.expires_at ? iso(row.expires_at) : null,
+  created_at: iso(row.created_at),
+});
+
+const toBinding = (row: Selectable<PermissionBindingsTable>): z.infer<typeof bindingOut> => ({
+  id: row.id,
+  agent_id: row.agent_id,
+  target_kind: row.target_kind as (typeof TARGET_KIND)[number],
+  target_id: row.target_id,
+  actions: row.actions,
+  delegated: row.delegated,
+  constraints: row.constraints,
+  expires_at: row.expires_at ? iso(row.expires_at) : null,
+  identity_id: row.identity_id,
+  created_at: iso(row.created_at),
+});
+
 const TARGET_TABLE = {
   tool: ['tools', undefined],
   mcp_server: ['mcp_servers', undefined],
@@ -101,7 +127,7 @@ export async function bindingsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const row = await inScope(db, { orgId: p.orgId }, async (tx) => {
         await agentOr404(tx, p.orgId, req.params.agent_id);
         const d = await tx
@@ -128,16 +154,7 @@ export async function bindingsRoutes(app: FastifyInstance): Promise<void> {
         });
         return d;
       });
-      return reply.status(201).send({
-        id: row.id,
-        agent_id: row.agent_id,
-        principal_ref: row.principal_ref,
-        display_name: row.display_name,
-        principal_type: row.principal_type as (typeof PRINCIPAL_TYPE)[number],
-        scopes: row.scopes,
-        expires_at: row.expires_at ? iso(row.expires_at) : null,
-        created_at: iso(row.created_at),
-      });
+      return reply.status(201).send(toDelegation(row));
     },
   );
 
@@ -162,7 +179,7 @@ export async function bindingsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const b = req.body;
       const row = await inScope(db, { orgId: p.orgId }, async (tx) => {
         await agentOr404(tx, p.orgId, req.params.agent_id);
@@ -206,18 +223,7 @@ export async function bindingsRoutes(app: FastifyInstance): Promise<void> {
         });
         return binding;
       });
-      return reply.status(201).send({
-        id: row.id,
-        agent_id: row.agent_id,
-        target_kind: row.target_kind as (typeof TARGET_KIND)[number],
-        target_id: row.target_id,
-        actions: row.actions,
-        delegated: row.delegated,
-        constraints: row.constraints,
-        expires_at: row.expires_at ? iso(row.expires_at) : null,
-        identity_id: row.identity_id,
-        created_at: iso(row.created_at),
-      });
+      return reply.status(201).send(toBinding(row));
     },
   );
 
@@ -234,7 +240,7 @@ export async function bindingsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       await inScope(db, { orgId: p.orgId }, async (tx) => {
         const removed = await tx
           .deleteFrom('permission_bindings')
@@ -251,6 +257,105 @@ export async function bindingsRoutes(app: FastifyInstance): Promise<void> {
           details: {
             reason: req.query.reason ?? null,
             binding: { id: removed.id, target_kind: removed.target_kind, target_id: removed.target_id, actions: removed.actions, constraints: removed.constraints },
+          },
+        });
+      });
+      return reply.status(204).send(null);
+    },
+  );
+
+  // What the Kubernetes controller reads and removes to converge an agent on its resource: operations
+  // outside the spec's list (docs/operations.md, Extensions).
+
+  r.get(
+    '/agents/:agent_id/permissions',
+    {
+      ...beyondSpec(caller('identity:read')),
+      schema: {
+        summary: "The agent's permission bindings, oldest first, expired ones included (each with expires_at)",
+        tags,
+        params: agentParams,
+        response: { 200: z.object({ items: z.array(bindingOut) }) },
+      },
+    },
+    async (req) => {
+      const p = actorOf(req);
+      const rows = await inScope(db, { orgId: p.orgId }, async (tx) => {
+        await agentOr404(tx, p.orgId, req.params.agent_id);
+        return tx
+          .selectFrom('permission_bindings')
+          .selectAll()
+          .where('org_id', '=', p.orgId)
+          .where('agent_id', '=', req.params.agent_id)
+          .orderBy('created_at')
+          .orderBy('id')
+          .execute();
+      });
+      return { items: rows.map(toBinding) };
+    },
+  );
+
+  r.get(
+    '/agents/:agent_id/delegations',
+    {
+      ...beyondSpec(caller('identity:read')),
+      schema: {
+        summary: "The agent's delegations, oldest first, expired ones included (each with expires_at)",
+        tags,
+        params: agentParams,
+        response: { 200: z.object({ items: z.array(delegationOut) }) },
+      },
+    },
+    async (req) => {
+      const p = actorOf(req);
+      const rows = await inScope(db, { orgId: p.orgId }, async (tx) => {
+        await agentOr404(tx, p.orgId, req.params.agent_id);
+        return tx
+          .selectFrom('delegations')
+          .selectAll()
+          .where('org_id', '=', p.orgId)
+          .where('agent_id', '=', req.params.agent_id)
+          .orderBy('created_at')
+          .orderBy('id')
+          .execute();
+      });
+      return { items: rows.map(toDelegation) };
+    },
+  );
+
+  r.delete(
+    '/agents/:agent_id/delegations/:delegation_id',
+    {
+      ...beyondSpec(caller('identity:manage')),
+      schema: {
+        summary: 'Remove a delegation: the agent no longer acts on behalf of that principal',
+        tags,
+        params: agentParams.extend({ delegation_id: z.uuid() }),
+        querystring: z.object({ reason: z.string().max(2000).optional() }),
+        response: { 204: z.null() },
+      },
+    },
+    async (req, reply) => {
+      const p = actorOf(req);
+      // The registry version moves with the delete (migration 0006's trigger on delegations), so the
+      // next decision of any API process reads the agent without it.
+      await inScope(db, { orgId: p.orgId }, async (tx) => {
+        await agentOr404(tx, p.orgId, req.params.agent_id);
+        const removed = await tx
+          .deleteFrom('delegations')
+          .where('org_id', '=', p.orgId)
+          .where('agent_id', '=', req.params.agent_id)
+          .where('id', '=', req.params.delegation_id)
+          .returningAll()
+          .executeTakeFirst();
+        if (!removed) throw notFound('No such delegation.');
+        await audit(tx, req, p.orgId, {
+          action: 'agent.delegation_removed',
+          targetType: 'agent',
+          targetId: req.params.agent_id,
+          details: {
+            reason: req.query.reason ?? null,
+            delegation: { id: removed.id, principal_ref: removed.principal_ref, principal_type: removed.principal_type, scopes: removed.scopes, expires_at: removed.expires_at ? iso(removed.expires_at) : null },
           },
         });
       });

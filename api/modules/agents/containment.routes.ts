@@ -5,7 +5,7 @@ import type { Updateable } from 'kysely';
 import { z } from 'zod';
 import { inScope, type Tx } from '../../db/database.js';
 import type { AgentsTable } from '../../db/schema.js';
-import { personOf } from '../../platform/auth.js';
+import { actorOf } from '../../platform/auth.js';
 import { ApiError } from '../../platform/errors.js';
 import { reasonBody, requireConfirmation } from '../../platform/reason.js';
 import { caller } from '../../platform/route.js';
@@ -44,7 +44,7 @@ function transition(agent: AgentRow, action: Action, enabled?: boolean): Updatea
 }
 
 async function contain(tx: Tx, req: FastifyRequest, agentId: string, action: Action, reason: string, enabled?: boolean) {
-  const p = personOf(req);
+  const p = actorOf(req);
   const now = req.server.deps.clock.now();
   const agent = await agentOr404(tx, p.orgId, agentId, true);
   const change = transition(agent, action, enabled);
@@ -124,7 +124,7 @@ export async function containmentRoutes(app: FastifyInstance): Promise<void> {
       },
       async (req) => {
         requireConfirmation(req.body);
-        const p = personOf(req);
+        const p = actorOf(req);
         const agent = await inScope(db, { orgId: p.orgId }, (tx) => contain(tx, req, req.params.agent_id, action, req.body.reason));
         revocations.invalidate(req.params.agent_id);
         return agent;
@@ -146,7 +146,7 @@ export async function containmentRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       requireConfirmation(req.body);
-      const p = personOf(req);
+      const p = actorOf(req);
       const agent = await inScope(db, { orgId: p.orgId }, (tx) =>
         contain(tx, req, req.params.agent_id, 'gateway_access', req.body.reason, req.body.enabled),
       );
@@ -167,7 +167,7 @@ export async function containmentRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const rows = await inScope(db, { orgId: p.orgId }, async (tx) => {
         await agentOr404(tx, p.orgId, req.params.agent_id);
         return tx

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Tx } from '../../db/database.js';
 
 export interface AuditEntry {
-  actorType: 'person' | 'agent' | 'client' | 'system';
+  actorType: 'person' | 'service_account' | 'agent' | 'client' | 'system';
   actorId: string | null;
   action: string;
   targetType?: string | null;

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { sql } from 'kysely';
 import { z } from 'zod';
 import { inScope } from '../../db/database.js';
-import { personOf } from '../../platform/auth.js';
+import { actorOf } from '../../platform/auth.js';
 import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
 import { iso, timestamp } from '../../platform/schemas.js';
 import { caller } from '../../platform/route.js';
@@ -43,7 +43,7 @@ export async function auditRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const { limit, cursor, action, actor_id, outcome, target_id } = req.query;
       const scope = `audit:${p.orgId}`;
       const after = cursors.decode(scope, cursor);

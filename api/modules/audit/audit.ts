@@ -4,13 +4,13 @@ import { recordAudit, type AuditEntry } from './audit.repository.js';
 
 type Event = Pick<AuditEntry, 'action'> & Partial<Pick<AuditEntry, 'targetType' | 'targetId' | 'details' | 'outcome'>>;
 
-/** Audits what the request's person did, with the request's correlation ID. */
+/** Audits what the request's person (or service account) did, with the request's correlation ID. */
 export async function audit(tx: Tx, req: FastifyRequest, orgId: string, e: Event): Promise<void> {
   await recordAudit(
     tx,
     orgId,
     {
-      actorType: 'person',
+      actorType: req.principal?.kind === 'service' ? 'service_account' : 'person',
       actorId: req.principal?.userId ?? null,
       outcome: 'success',
       correlationId: req.id,

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { sql } from 'kysely';
 import { z } from 'zod';
 import { inScope } from '../../db/database.js';
-import { personOf } from '../../platform/auth.js';
+import { actorOf } from '../../platform/auth.js';
 import { notFound } from '../../platform/errors.js';
 import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
 import { caller } from '../../platform/route.js';
@@ -66,7 +66,7 @@ export async function evidenceRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const { limit, cursor, event_type, control_ref, agent_id, action_request_id } = req.query;
       const scope = `evidence:${p.orgId}`;
       const after = cursors.decode(scope, cursor);
@@ -101,7 +101,7 @@ export async function evidenceRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       return inScope(db, { orgId: p.orgId }, (tx) => verifyChain(tx, evidence, p.orgId));
     },
   );
@@ -113,7 +113,7 @@ export async function evidenceRoutes(app: FastifyInstance): Promise<void> {
       schema: { summary: 'One evidence record', tags, params: z.object({ evidence_id: z.uuid() }), response: { 200: evidenceOut } },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const row = await inScope(db, { orgId: p.orgId }, (tx) =>
         tx.selectFrom('evidence_records').selectAll().where('org_id', '=', p.orgId).where('id', '=', req.params.evidence_id).executeTakeFirst(),
       );

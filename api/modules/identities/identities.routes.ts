@@ -5,7 +5,7 @@ import { sql, type Selectable } from 'kysely';
 import { z } from 'zod';
 import { inScope } from '../../db/database.js';
 import type { WorkloadIdentitiesTable } from '../../db/schema.js';
-import { personOf } from '../../platform/auth.js';
+import { actorOf } from '../../platform/auth.js';
 import { ApiError, notFound } from '../../platform/errors.js';
 import { reasonBody, requireConfirmation } from '../../platform/reason.js';
 import { enforceLimit } from '../../platform/rate-limit.js';
@@ -70,7 +70,7 @@ export async function identitiesRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const secret = newClientSecret();
       const secretHash = await hashSecret(secret, config.secretPepper);
       const row = await inScope(db, { orgId: p.orgId }, async (tx) => {
@@ -115,7 +115,7 @@ export async function identitiesRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const rows = await inScope(db, { orgId: p.orgId }, (tx) => {
         let q = tx.selectFrom('workload_identities').select(publicColumns).where('org_id', '=', p.orgId);
         if (req.query.agent_id) q = q.where('agent_id', '=', req.query.agent_id);
@@ -139,7 +139,7 @@ export async function identitiesRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       requireConfirmation(req.body);
-      const p = personOf(req);
+      const p = actorOf(req);
       const row = await inScope(db, { orgId: p.orgId }, async (tx) => {
         const identity = await tx
           .selectFrom('workload_identities')

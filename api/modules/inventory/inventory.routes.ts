@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { inScope } from '../../db/database.js';
-import { personOf } from '../../platform/auth.js';
+import { actorOf } from '../../platform/auth.js';
 import { changesOf, valuesOf } from '../../platform/changes.js';
 import { ApiError } from '../../platform/errors.js';
 import { reasonBody, requireConfirmation } from '../../platform/reason.js';
@@ -54,7 +54,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     '/mcp-servers',
     { ...caller('inventory:read'), schema: { summary: 'MCP servers', tags, response: { 200: items(mcpServerOut) } } },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       return inScope(db, { orgId: p.orgId }, async (tx) => {
         const servers = await tx.selectFrom('mcp_servers').selectAll().where('org_id', '=', p.orgId).orderBy('created_at').orderBy('id').execute();
         const counts = await tx
@@ -77,7 +77,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
       schema: { summary: 'Register an MCP server; it starts as unknown', tags, body: mcpServerIn, response: { 201: mcpServerOut } },
     },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const row = await unique('endpoint', 'An MCP server with this endpoint', () =>
         inScope(db, { orgId: p.orgId }, async (tx) => {
           const now = clock.now();
@@ -107,7 +107,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       return inScope(db, { orgId: p.orgId }, async (tx) => {
         const before = await recordOr404(tx, 'mcp_servers', p.orgId, req.params.server_id as string, 'MCP server', true);
         const after = await tx
@@ -137,7 +137,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     '/models',
     { ...caller('inventory:read'), schema: { summary: 'Models', tags, response: { 200: items(modelOut) } } },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const rows = await inScope(db, { orgId: p.orgId }, (tx) =>
         tx.selectFrom('models').selectAll().where('org_id', '=', p.orgId).orderBy('created_at').orderBy('id').execute(),
       );
@@ -149,7 +149,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     '/models',
     { ...caller('inventory:write'), schema: { summary: 'Register a model', tags, body: modelIn, response: { 201: modelOut } } },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const row = await inScope(db, { orgId: p.orgId }, async (tx) => {
         const now = clock.now();
         const m = await tx
@@ -185,7 +185,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       return inScope(db, { orgId: p.orgId }, async (tx) => {
         const before = await recordOr404(tx, 'models', p.orgId, req.params.model_id as string, 'model', true);
         const changes = changesOf(before, req.body);
@@ -209,7 +209,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     '/resources',
     { ...caller('inventory:read'), schema: { summary: 'API and data resources', tags, response: { 200: items(resourceOut) } } },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const rows = await inScope(db, { orgId: p.orgId }, (tx) =>
         tx.selectFrom('resources').selectAll().where('org_id', '=', p.orgId).orderBy('created_at').orderBy('id').execute(),
       );
@@ -228,7 +228,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
         schema: { summary: `Register ${type === 'api' ? 'an API' : 'a data'} resource`, tags, body, response: { 201: resourceOut } },
       },
       async (req, reply) => {
-        const p = personOf(req);
+        const p = actorOf(req);
         const b = req.body as z.infer<typeof apiResourceIn> & z.infer<typeof dataResourceIn>;
         const row = await inScope(db, { orgId: p.orgId }, async (tx) => {
           const res = await tx
@@ -265,7 +265,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
       schema: { summary: 'Credential references (where secrets live, never the secrets)', tags, response: { 200: items(credentialOut) } },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const rows = await inScope(db, { orgId: p.orgId }, (tx) =>
         tx.selectFrom('credential_refs').selectAll().where('org_id', '=', p.orgId).orderBy('created_at').orderBy('id').execute(),
       );
@@ -280,7 +280,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
       schema: { summary: 'Register a credential reference: a secret-store path, never the secret', tags, body: credentialIn, response: { 201: credentialOut } },
     },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const row = await inScope(db, { orgId: p.orgId }, async (tx) => {
         const now = clock.now();
         const c = await tx
@@ -317,7 +317,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       requireConfirmation(req.body);
-      const p = personOf(req);
+      const p = actorOf(req);
       return inScope(db, { orgId: p.orgId }, async (tx) => {
         const before = await recordOr404(tx, 'credential_refs', p.orgId, req.params.credential_id as string, 'credential', true);
         if (before.status === 'revoked') throw new ApiError('conflict', 'The credential is revoked.');
@@ -358,7 +358,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const rows = await inScope(db, { orgId: p.orgId }, (tx) => {
         let q = tx.selectFrom('tools').selectAll().where('org_id', '=', p.orgId);
         if (req.query.mcp_server_id) q = q.where('mcp_server_id', '=', req.query.mcp_server_id);
@@ -373,7 +373,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     '/tools',
     { ...caller('inventory:write'), schema: { summary: 'Register a tool', tags, body: toolIn, response: { 201: toolOut } } },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const b = req.body;
       const row = await unique('tool_key', `The tool ${b.tool_key}`, () =>
         inScope(db, { orgId: p.orgId }, async (tx) => {
@@ -426,7 +426,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       return inScope(db, { orgId: p.orgId }, async (tx) => {
         const before = await recordOr404(tx, 'tools', p.orgId, req.params.tool_id as string, 'tool', true);
         await checkReference(tx, p.orgId, 'credential_ref_id', 'credential_refs', req.body.credential_ref_id);
@@ -459,7 +459,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       requireConfirmation(req.body);
-      const p = personOf(req);
+      const p = actorOf(req);
       return inScope(db, { orgId: p.orgId }, async (tx) => {
         const before = await recordOr404(tx, 'tools', p.orgId, req.params.tool_id as string, 'tool', true);
         const after = await tx

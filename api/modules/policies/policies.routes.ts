@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import { inScope, type Tx } from '../../db/database.js';
 import type { PoliciesTable, PolicyVersionsTable } from '../../db/schema.js';
-import { personOf } from '../../platform/auth.js';
+import { actorOf, personOf } from '../../platform/auth.js';
 import { ApiError, notFound } from '../../platform/errors.js';
 import { checkIfMatch } from '../../platform/if-match.js';
 import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
@@ -114,7 +114,7 @@ export async function policiesRoutes(app: FastifyInstance): Promise<void> {
       schema: { summary: 'Policies, by key', tags, querystring: pageQuery(), response: { 200: pageOf(policyOut) } },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const { limit, cursor } = req.query;
       const scope = `policies:${p.orgId}`;
       const after = cursors.decode(scope, cursor);
@@ -140,7 +140,7 @@ export async function policiesRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const body = req.body;
       checkRules(body.rules);
       const now = clock.now();
@@ -214,7 +214,7 @@ export async function policiesRoutes(app: FastifyInstance): Promise<void> {
       schema: { summary: 'A policy with every version, newest first', tags, params: idParams, response: { 200: policyOut } },
     },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const out = await inScope(db, { orgId: p.orgId }, async (tx) => {
         const policy = await policyOr404(tx, p.orgId, req.params.policy_id);
         return toPolicy(policy, await versionsOf(tx, p.orgId, policy.id));
@@ -236,7 +236,7 @@ export async function policiesRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       checkRules(req.body.rules);
       const now = clock.now();
       const out = await inScope(db, { orgId: p.orgId }, async (tx) => {
@@ -285,6 +285,8 @@ export async function policiesRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req, reply) => {
+      // A person only: a service account (the Kubernetes controller) drafts versions and a person
+      // publishes them, whatever roles the account holds, so four eyes survive GitOps.
       const p = personOf(req);
       const now = clock.now();
       const out = await inScope(db, { orgId: p.orgId }, async (tx) => {
@@ -339,6 +341,7 @@ export async function policiesRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req, reply) => {
+      // A person only, as publishing: a service account drafts, people decide what is enforced.
       const p = personOf(req);
       const { status, reason } = req.body;
       const now = clock.now();
@@ -378,7 +381,7 @@ export async function policiesRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const body = req.body;
       const drafts = body.draft_rules ?? null;
       if (drafts) checkRules(drafts);

@@ -137,6 +137,28 @@ export const ROLES: RoleDefinition[] = [
       'approval:read',
     ],
   },
+  {
+    key: 'controller',
+    name: 'Kubernetes controller',
+    description:
+      'For the service account of the Kubernetes controller: reconciles agents, identities, inventory and policy drafts; cannot publish policies, so a person still does.',
+    permissions: [
+      'tenant:read',
+      'role:read',
+      'agent:read',
+      'agent:write',
+      // A deleted Agent resource revokes its agent.
+      'agent:control',
+      'identity:read',
+      'identity:manage',
+      'inventory:read',
+      'inventory:write',
+      // A deleted Tool is blocked, a deleted MCPServer quarantined.
+      'inventory:control',
+      'policy:read',
+      'policy:write',
+    ],
+  },
 ];
 
 export const ROLE_KEYS = ROLES.map((r) => r.key) as [string, ...string[]];
@@ -146,4 +168,12 @@ export function permissionsOf(roles: readonly string[]): Set<Permission> {
   const out = new Set<Permission>();
   for (const key of roles) for (const p of byKey.get(key)?.permissions ?? []) out.add(p);
   return out;
+}
+
+/**
+ * The permissions `roles` grant that `held` lacks: whoever grants roles to another principal must
+ * hold every permission they grant (no escalation). Empty when the grant is allowed.
+ */
+export function permissionsBeyond(held: ReadonlySet<Permission>, roles: readonly string[]): Permission[] {
+  return [...permissionsOf(roles)].filter((p) => !held.has(p));
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { inScope } from '../../db/database.js';
-import { personOf } from '../../platform/auth.js';
+import { actorOf } from '../../platform/auth.js';
 import { notFound } from '../../platform/errors.js';
 import { caller } from '../../platform/route.js';
 import { getOrganisation, type OrganisationRow } from '../tenants/tenants.repository.js';
@@ -46,7 +46,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
       schema: { summary: 'Organisation settings', tags, response: { 200: settingsOut } },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const org = await inScope(db, { orgId: p.orgId }, (tx) => getOrganisation(tx, p.orgId));
       if (!org) throw notFound();
       return toSettings(org);
@@ -65,7 +65,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       return toSettings(await updateOrganisation(db, req, p.orgId, req.body, 'settings.updated'));
     },
   );

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { inScope } from '../../db/database.js';
-import { onboardingCallerOf, personOf, setSessionCookies } from '../../platform/auth.js';
+import { actorOf, onboardingCallerOf, setSessionCookies } from '../../platform/auth.js';
 import { notFound } from '../../platform/errors.js';
 import { caller } from '../../platform/route.js';
 import { createSession, setSessionOrg } from '../auth/sessions.repository.js';
@@ -58,7 +58,7 @@ export async function tenantsRoutes(app: FastifyInstance): Promise<void> {
       schema: { summary: 'The current organisation', tags: ['Authentication and accounts'], response: { 200: tenantOut } },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const org = await inScope(db, { orgId: p.orgId }, (tx) => getOrganisation(tx, p.orgId));
       if (!org) throw notFound();
       return toTenant(org);
@@ -77,7 +77,7 @@ export async function tenantsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       return toTenant(await updateOrganisation(db, req, p.orgId, { name: req.body.name }, 'tenant.updated'));
     },
   );

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { inScope } from '../../db/database.js';
-import { personOf } from '../../platform/auth.js';
+import { actorOf } from '../../platform/auth.js';
 import { ApiError, notFound } from '../../platform/errors.js';
 import { changesOf, valuesOf } from '../../platform/changes.js';
 import { checkIfMatch } from '../../platform/if-match.js';
@@ -47,7 +47,7 @@ export async function usersRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const scope = `users:${p.orgId}`;
       const after = cursors.decode(scope, req.query.cursor);
       const rows = await inScope(db, { orgId: p.orgId }, (tx) =>
@@ -69,7 +69,7 @@ export async function usersRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req, reply) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const now = clock.now();
       const person = await findOrCreatePerson(db, req.body.email.trim(), req.body.display_name);
       const created = await inScope(db, { orgId: p.orgId }, async (tx) => {
@@ -122,7 +122,7 @@ export async function usersRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      const p = personOf(req);
+      const p = actorOf(req);
       const id = req.params.user_id;
       const now = clock.now();
       const { roles, status, display_name } = req.body;
