@@ -24,6 +24,10 @@ postgres: ## install PostgreSQL 15 (Debian) for the tests when no server is inst
 kube: ## build the kube-apiserver and etcd the tests start (Go; about 8 minutes once per pin, then cached in ~/.cache/tollgate/kube)
 	@bash scripts/build-kube.sh >/dev/null
 
+.PHONY: helm
+helm: ## build the helm client the chart's tests run (Go; about 6 minutes once per pin, then cached in ~/.cache/tollgate/helm)
+	@bash scripts/build-helm.sh >/dev/null
+
 dist/cli.js: $(NPM_STAMP) $(SOURCES)
 	npx tsc -p tsconfig.json
 	@touch $@
@@ -33,7 +37,7 @@ build: dist/cli.js ## compile TypeScript into dist/
 run: build ## start the API on http://127.0.0.1:8080 (embedded database in ./.data, demo organisation, dev sign-in)
 	SEED_DEMO=$${SEED_DEMO:-true} node dist/cli.js api
 
-test: build postgres kube ## run every test (starts a throwaway PostgreSQL unless DATABASE_URL is set, and a Kubernetes API server)
+test: build postgres kube helm ## run every test (starts a throwaway PostgreSQL unless DATABASE_URL is set, and a Kubernetes API server)
 	@mkdir -p .cache
 	@rm -f .cache/vitest.json
 	@status=0; npx vitest run --reporter=default --reporter=json --outputFile.json=.cache/vitest.json || status=$$?; \
