@@ -35,6 +35,8 @@ export async function benchController(opts: { agents: number; workers: number })
     await waitForHttp(`${base}/healthz`, 60_000, api);
     const { call } = await adminSession(base, pg.adminUrl('tollgate'), 'Bench controller');
     const sa = await call('POST', '/service-accounts', { name: 'bench-controller' });
+    // BENCH_CPU_PROF=<dir>: the controller writes a V8 CPU profile there when it stops.
+    const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
     controller = spawnTollgate(['controller'], {
       KUBECONFIG: kube.kubeconfigPath,
       TOLLGATE_API_URL: base,
@@ -43,7 +45,7 @@ export async function benchController(opts: { agents: number; workers: number })
       TOLLGATE_LEASE_NAMESPACE: 'default',
       TOLLGATE_WORKERS: String(opts.workers),
       LOG_LEVEL: 'warn',
-    });
+    }, profile);
     const custom = loadKubeConfig({ KUBECONFIG: kube.kubeconfigPath }).makeApiClient(CustomObjectsApi);
     const list = {
       apiVersion: 'v1',
@@ -71,7 +73,7 @@ export async function benchController(opts: { agents: number; workers: number })
     while (ready < opts.agents) {
       if (controller.exitCode !== null) throw new Error(`the controller exited: ${controller.output()}`);
       if (Date.now() - started > 10 * 60_000) throw new Error(`only ${ready} of ${opts.agents} Ready after 10 minutes`);
-      await new Promise((r) => setTimeout(r, 250));
+      await new Promise((r) => setTimeout(r, 1000)); // polling less often leaves the CPU to what is measured
       const listed = (await custom.listNamespacedCustomObject({
         group: 'tollgate.dev',
         version: 'v1alpha1',

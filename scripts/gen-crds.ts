@@ -100,7 +100,7 @@ const baseStatus = z.object({
 const statuses = {
   Agent: baseStatus.extend({
     identity_secret: z.string().max(253).optional().describe("The Secret of this namespace holding the agent's workload identity (client-id, client-secret), which the injected sidecar mounts"),
-    identity_id: z.uuid().optional().describe('The registry id of that workload identity'),
+    identity_id: z.string().max(36).optional().describe('The registry id of that workload identity'),
   }),
   Tool: baseStatus,
   MCPServer: baseStatus.extend({ trust_state: z.enum(MCP_TRUST_STATE).optional() }),

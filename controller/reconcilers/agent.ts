@@ -68,7 +68,9 @@ export function agentReconciler(ctx: ReconcileContext): KindReconciler {
       const obj = raw as TollgateObject<AgentSpec>;
       const declared = agentBody(obj);
       const slug = declared.slug as string;
-      let record = await findAgent(ctx, obj);
+      // An object the controller never registered is created straight away (a 409 means it exists: adopt it);
+      // one it did is read by id.
+      let record = obj.status?.registryId ? await findAgent(ctx, obj) : undefined;
       let created = false;
       if (!record) {
         try {
@@ -155,7 +157,7 @@ async function syncIdentitySecret(
 ): Promise<{ identitySecret: string; identityId: string }> {
   const { namespace, name, uid } = obj.metadata as { namespace: string; name: string; uid: string };
   const secretName = identitySecretName(name);
-  const secret = await ctx.secrets.get(namespace, secretName);
+  const secret = created ? undefined : await ctx.secrets.get(namespace, secretName);
   const held = secret?.metadata?.annotations?.[IDENTITY_ANNOTATION];
   const identities = created ? [] : await ctx.registry.list<{ id: string; status: string }>(`/identities?agent_id=${agentId}`);
   if (held && identities.some((i) => i.id === held && i.status === 'active')) return { identitySecret: secretName, identityId: held };
@@ -266,7 +268,7 @@ async function syncDelegations(
   const toDelete = existing.filter((d) => !keep.has(d.id));
   for (const d of toDelete) {
     try {
-      await registry.delete(`/agents/${agentId}/delegations/${d.id}`);
+      await registry.delete(`/agents/${agentId}/delegations/${d.id}?reason=${encodeURIComponent('not declared in its Agent resource')}`);
     } catch (err) {
       if (!(err instanceof RegistryError && err.status === 404)) throw err;
     }

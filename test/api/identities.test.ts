@@ -62,7 +62,7 @@ describe('workload identities, token exchange and containment', () => {
       await owner.connect();
       const { rows } = await owner.query('select * from workload_identities where id = $1', [identity.id]);
       await owner.end();
-      expect(rows[0].secret_hash).toMatch(/^scrypt\$32768\$8\$1\$/);
+      expect(rows[0].secret_hash).toMatch(/^hmac256\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
       expect(JSON.stringify(rows)).not.toContain(identity.client_secret);
       expect(JSON.stringify(rows)).not.toContain(identity.client_secret.slice(4));
 

@@ -95,7 +95,7 @@ describe('service accounts', () => {
 
       const rows = await asOwner<{ secret_hash: string; org_id: string }>('select * from service_accounts where id = $1', [sa.id]);
       expect(rows[0]!.org_id).toBe(admin.tenant.id);
-      expect(rows[0]!.secret_hash).toMatch(/^scrypt\$32768\$8\$1\$/);
+      expect(rows[0]!.secret_hash).toMatch(/^hmac256\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
       expect(JSON.stringify(rows)).not.toContain(sa.client_secret);
       expect(JSON.stringify(rows)).not.toContain(sa.client_secret.slice(5));
 

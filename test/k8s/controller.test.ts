@@ -203,10 +203,18 @@ describe('tollgate controller on a real Kubernetes API server', () => {
       actions: ['invoke'],
     });
     expect(extra.statusCode).toBe(201);
+    const delegation = await admin.client.post(api(`/agents/${id}/delegations`), {
+      principal_ref: 'someone@example.com',
+      display_name: 'Someone',
+      scopes: ['payments:write'],
+    });
+    expect(delegation.statusCode).toBe(201);
     await eventually(async () => {
       const a = await rest(`/agents/${id}`);
       const b = (await rest(`/agents/${id}/permissions`)).items;
-      return a.criticality === 'medium' && a.purpose === example('agent').spec.purpose && b.length === 1;
+      const d = (await rest(`/agents/${id}/delegations`)).items as { principal_ref: string }[];
+      return a.criticality === 'medium' && a.purpose === example('agent').spec.purpose && b.length === 1 &&
+        d.length === 1 && d[0]!.principal_ref === 'treasury-ops@example.com';
     }, 10_000, 'the drift put back');
     const events = JSON.parse(
       await kubectl('get', 'events', '-n', 'default', '--field-selector', 'involvedObject.name=payments-assistant,reason=DriftCorrected', '-o', 'json'),
