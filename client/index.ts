@@ -1,0 +1,24 @@
+/**
+ * The Tollgate gateway client: `import { GatewayClient } from 'tollgate/client'` (docs/client.md).
+ * Used by `tollgate sidecar` and by agents that talk to the gateway directly.
+ */
+export {
+  GatewayClient,
+  DEFAULTS,
+  newIdempotencyKey,
+  type AuthoriseOptions,
+  type CallOptions,
+  type GatewayClientOptions,
+  type GatewayClientSettings,
+  type SubmitOptions,
+} from './gateway-client.js';
+export {
+  ActionDeniedError,
+  ApprovalNotGrantedError,
+  ApprovalTimeoutError,
+  AuthenticationError,
+  GatewayApiError,
+  GatewayClientError,
+} from './errors.js';
+export type { ActionRequest, ActionResult, ActionState, Decision, GatewayActionStatus, SubmissionBody } from './result.js';
+export type { ClientCredentials, Clock, CredentialsSource } from './tokens.js';

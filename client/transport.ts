@@ -1,0 +1,116 @@
+import { Agent, request } from 'undici';
+import { GatewayApiError } from './errors.js';
+
+export interface HttpAnswer {
+  status: number;
+  body: unknown;
+  /** The correlation ID the API echoed (else the one sent). */
+  correlationId: string;
+}
+
+export interface SendOptions {
+  method: 'GET' | 'POST';
+  /** Under the API prefix, e.g. `/actions`. */
+  path: string;
+  correlationId: string;
+  /** Already serialised: the bytes sent are exactly these. */
+  body?: string;
+  headers?: Record<string, string>;
+}
+
+const USER_AGENT = 'tollgate-client/0.1';
+
+/**
+ * HTTP to the central API over one keep-alive undici Agent, with the spec's timeouts (rule 7): the
+ * connection must be made within `connectTimeoutMs`, and the whole request (headers and body) must
+ * finish within `timeoutMs`. Errors of the network and of these timeouts are thrown as undici and Node
+ * raise them, never wrapped; the caller can retry with the same idempotency key.
+ */
+export class Transport {
+  readonly #agent: Agent;
+  readonly #origin: string;
+  readonly #prefix: string;
+  readonly #timeoutMs: number;
+
+  constructor(baseUrl: string, timeouts: { timeoutMs: number; connectTimeoutMs: number }) {
+    const url = new URL(baseUrl);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError('baseUrl must be an http or https URL');
+    this.#origin = url.origin;
+    // Operations live under /api/v1; the URL may name the origin or the prefix itself.
+    const base = url.pathname.replace(/\/+$/, '');
+    this.#prefix = base.endsWith('/api/v1') ? base : `${base}/api/v1`;
+    this.#timeoutMs = timeouts.timeoutMs;
+    this.#agent = new Agent({
+      connect: { timeout: timeouts.connectTimeoutMs },
+      headersTimeout: timeouts.timeoutMs,
+      bodyTimeout: timeouts.timeoutMs,
+    });
+  }
+
+  /** The base URL operations are sent to (origin and prefix), for settings and documentation. */
+  get baseUrl(): string {
+    return this.#origin + this.#prefix;
+  }
+
+  async send(opts: SendOptions): Promise<HttpAnswer> {
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      'user-agent': USER_AGENT,
+      'x-correlation-id': opts.correlationId,
+      ...opts.headers,
+    };
+    if (opts.body !== undefined) headers['content-type'] = 'application/json';
+    const res = await request(this.#origin + this.#prefix + opts.path, {
+      method: opts.method,
+      headers,
+      body: opts.body,
+      dispatcher: this.#agent,
+      // headersTimeout and bodyTimeout each bound one phase; this bounds the request as a whole.
+      signal: AbortSignal.timeout(this.#timeoutMs),
+    });
+    const text = await res.body.text();
+    const echoed = res.headers['x-correlation-id'];
+    const correlationId = typeof echoed === 'string' ? echoed : opts.correlationId;
+    let body: unknown = undefined;
+    if (text !== '') {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // A proxy's HTML page or similar: an error answer without the envelope, or a protocol error.
+        if (res.statusCode < 400) {
+          throw new GatewayApiError({ status: res.statusCode, code: 'invalid_response', message: 'The answer is not JSON.', correlationId });
+        }
+      }
+    }
+    return { status: res.statusCode, body, correlationId };
+  }
+
+  close(): Promise<void> {
+    return this.#agent.close();
+  }
+}
+
+/** The error of an answer in the spec's envelope, or a generic one when the answer has none. */
+export function apiErrorOf<E extends GatewayApiError>(
+  answer: HttpAnswer,
+  Kind: new (init: ConstructorParameters<typeof GatewayApiError>[0], options?: ErrorOptions) => E,
+  options?: ErrorOptions,
+): E {
+  const e = (answer.body as { error?: { code?: unknown; message?: unknown; correlation_id?: unknown; details?: unknown } } | undefined)?.error;
+  return new Kind(
+    {
+      status: answer.status,
+      code: typeof e?.code === 'string' ? e.code : `http_${answer.status}`,
+      message: typeof e?.message === 'string' ? e.message : `HTTP ${answer.status}`,
+      correlationId: typeof e?.correlation_id === 'string' ? e.correlation_id : answer.correlationId,
+      details: e?.details ?? null,
+    },
+    options,
+  );
+}
+
+/** The error code of an answer's envelope, if any. */
+export function errorCode(answer: HttpAnswer): string | undefined {
+  const code = (answer.body as { error?: { code?: unknown } } | undefined)?.error?.code;
+  return typeof code === 'string' ? code : undefined;
+}
