@@ -11,6 +11,8 @@ commands:
   controller
             reconcile the tollgate.dev resources of a Kubernetes cluster into the registry
             (TOLLGATE_API_URL, a service account's credential, KUBECONFIG or in-cluster; docs/kubernetes.md)
+  sidecar   the gateway sidecar on loopback: the gateway client flow and the MCP proxy
+            (TOLLGATE_API_URL, TOLLGATE_IDENTITY_DIR; docs/sidecar.md)
   help      show this text
 `;
 
@@ -21,6 +23,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'controller') return runController();
+  if (command === 'sidecar') return runSidecar();
   if (command !== 'api' && command !== 'migrate') {
     process.stderr.write(`tollgate: unknown command "${command}"\n\n${USAGE}`);
     return 2;
@@ -70,6 +73,28 @@ async function runController(): Promise<number> {
     throw err;
   }
   const running = await startController(config);
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  await running.stop();
+  return 0;
+}
+
+/** `tollgate sidecar`: runs until SIGTERM or SIGINT. */
+async function runSidecar(): Promise<number> {
+  const { SidecarConfigError, sidecarConfig, startSidecar } = await import('./sidecar/main.js');
+  let config;
+  try {
+    config = sidecarConfig(process.env);
+  } catch (err) {
+    if (err instanceof SidecarConfigError) {
+      process.stderr.write(`tollgate sidecar: refusing to start, ${err.message}\n`);
+      return 78; // EX_CONFIG
+    }
+    throw err;
+  }
+  const running = await startSidecar(config);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
