@@ -2,11 +2,12 @@ import { benchApiRequests } from './api-requests.js';
 import { benchController } from './controller.js';
 import { benchDecisions } from './decisions.js';
 import { benchPolicy } from './policy.js';
+import { benchSidecar } from './sidecar.js';
 import { benchTokenVerify } from './token-verify.js';
 
 /**
  * `make bench`: every benchmark, printed as tables. BENCH_SECONDS and BENCH_CONNECTIONS tune the HTTP
- * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, controller). BENCH_AGENTS sets
+ * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, controller, sidecar). BENCH_AGENTS sets
  * the concurrency of the decisions benchmark (default 32); BENCH_CONTROLLER_AGENTS the Agent resources of the
  * controller benchmark (default 1000) and BENCH_CONTROLLER_WORKERS its reconciles in flight per kind (default 4).
  */
@@ -38,4 +39,10 @@ if (!only || only === 'controller') {
   const workers = Number(process.env.BENCH_CONTROLLER_WORKERS ?? 4);
   console.log(`controller: kubectl apply of ${agents} Agent resources until every one is Ready (test API server, tollgate api and controller on this machine)`);
   console.table(await benchController({ agents, workers }));
+}
+
+if (!only || only === 'sidecar') {
+  const rate = Number(process.env.BENCH_SIDECAR_RATE ?? 500);
+  console.log(`sidecar: the same allowed submission at ${rate}/s for ${seconds} s, straight and through tollgate sidecar (targets: added p50 <= 0.3 ms, p99 <= 1 ms)`);
+  console.table(await benchSidecar({ seconds, rate, connections: 8 }));
 }
