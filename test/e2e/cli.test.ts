@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -174,6 +174,26 @@ describe('tollgate help', () => {
     expect(p.stdout_()).toMatch(/^\s+api\s+\S/m);
     expect(p.stdout_()).toMatch(/^\s+migrate\s+\S/m);
     expect(p.stdout_()).toMatch(/^\s+controller\s*$/m);
+    expect(p.stdout_()).toMatch(/^\s+sidecar\s+\S/m);
+  });
+
+  it.each<[string, Record<string, string>, string]>([
+    ['no API URL', { TOLLGATE_IDENTITY_DIR: '/nonexistent' }, 'TOLLGATE_API_URL'],
+    ['no identity files', { TOLLGATE_API_URL: 'http://127.0.0.1:1', TOLLGATE_IDENTITY_DIR: '/nonexistent' }, 'TOLLGATE_IDENTITY_DIR has no client-id'],
+    ['malformed MCP upstreams', { TOLLGATE_API_URL: 'http://127.0.0.1:1', TOLLGATE_MCP_UPSTREAMS: 'payments' }, 'TOLLGATE_MCP_UPSTREAMS'],
+  ])('sidecar refuses with %s: exits 78 naming the setting', async (_n, env, text) => {
+    if (!env.TOLLGATE_IDENTITY_DIR) {
+      const identity = mkdtempSync(path.join(tmpdir(), 'tollgate-identity-'));
+      dirs.push(identity);
+      writeFileSync(path.join(identity, 'client-id'), 'tgc_x');
+      writeFileSync(path.join(identity, 'client-secret'), 'do-not-echo-me');
+      env = { ...env, TOLLGATE_IDENTITY_DIR: identity };
+    }
+    const p = run(['sidecar'], env);
+    expect(await exitCode(p)).toBe(78);
+    expect(p.stderr_()).toContain('tollgate sidecar: refusing to start');
+    expect(p.stderr_()).toContain(text);
+    expect(p.output()).not.toContain('do-not-echo-me');
   });
 
   it.each<[string, Record<string, string>, string]>([
