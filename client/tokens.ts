@@ -21,10 +21,11 @@ interface Token {
 }
 
 /**
- * The agent token, held in memory only (rule 1): exchanged on first use, reused until
- * `refreshBeforeMs` before its expiry, exchanged again after that. Concurrent callers share one
- * exchange. The credentials and the token live in private fields, so neither shows when the
- * client is inspected or serialised.
+ * A bearer token from a `client_credentials` exchange, held in memory only (rule 1): exchanged on first
+ * use, reused until `refreshBeforeMs` before its expiry, exchanged again after that. Concurrent callers
+ * share one exchange. The credentials and the token live in private fields, so neither shows when the
+ * client is inspected or serialised. The agent's token comes from `/identities/token`; the
+ * controller's (a service account's) from `/service-accounts/token`.
  */
 export class TokenCache {
   #token: Token | undefined;
@@ -36,6 +37,7 @@ export class TokenCache {
     private readonly transport: Transport,
     private readonly clock: Clock,
     private readonly refreshBeforeMs: number,
+    private readonly tokenPath = '/identities/token',
   ) {
     this.#credentials = credentials;
   }
@@ -63,7 +65,7 @@ export class TokenCache {
     const sentAt = this.clock.now().getTime();
     const answer = await this.transport.send({
       method: 'POST',
-      path: '/identities/token',
+      path: this.tokenPath,
       correlationId,
       body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
     });

@@ -9,7 +9,7 @@ export interface HttpAnswer {
 }
 
 export interface SendOptions {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** Under the API prefix, e.g. `/actions`. */
   path: string;
   correlationId: string;

@@ -15,18 +15,16 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+NAME=build-helm
 MOD_DIR="$ROOT/test/helm"
+MAIN_MODULE=helm.sh/helm/v3
+BINARIES=(helm)
 # Bump when the build settings change, so that a binary built otherwise is not reused.
 BUILD_REV=1
-
-log() { printf 'build-helm: %s\n' "$*" >&2; }
-die() { log "$*"; exit 1; }
-
-# Version of a module required by test/helm/go.mod.
-required() {
-  local mod="${1//./\\.}"
-  sed -nE "s#^(require[[:space:]]+)?[[:space:]]*${mod}[[:space:]]+(v[^[:space:]]+).*#\\2#p" "$MOD_DIR/go.mod" | head -n1
-}
+CACHE_ROOT="${TOLLGATE_HELM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tollgate/helm}"
+BUILD_JOBS="${TOLLGATE_HELM_BUILD_JOBS:-}"
+# shellcheck source=lib/cached-go-build.sh
+source "$ROOT/scripts/lib/cached-go-build.sh"
 
 pin() {
   local helm="${1:-}"
@@ -53,45 +51,10 @@ pin() {
   log "pinned helm $helm in $MOD_DIR"
 }
 
-cache_dir() {
-  local helm key
-  helm="$(required helm.sh/helm/v3)"
-  [ -n "$helm" ] || die "no helm.sh/helm/v3 requirement in $MOD_DIR/go.mod"
-  key="$( { echo "rev $BUILD_REV"; cat "$MOD_DIR/go.mod" "$MOD_DIR/go.sum"; } | sha256sum | cut -c1-12)"
-  echo "${TOLLGATE_HELM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tollgate/helm}/$helm-$key"
-}
-
-build() {
-  local dir helm
-  dir="$(cache_dir)"
-  helm="$(required helm.sh/helm/v3)"
-  if [ -x "$dir/helm" ]; then
-    log "helm $helm is cached in $dir"
-    echo "$dir"
-    return
-  fi
-  command -v go >/dev/null || die "go is not installed: the tests build helm with it"
-  mkdir -p "$(dirname "$dir")"
-  # One build at a time per cache directory (make and a test run may both ask).
-  exec 9>"$dir.lock"
-  if command -v flock >/dev/null; then flock 9; fi
-  if [ -x "$dir/helm" ]; then
-    log "helm $helm was built meanwhile in $dir"
-    echo "$dir"
-    return
-  fi
-
-  # The machine's Go, never a downloaded toolchain; go.sum is complete, so -mod=readonly. A static
-  # binary as Helm's release builds it (CGO_ENABLED=0).
-  export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false"
-  local jobs="${TOLLGATE_HELM_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+compile() {
+  local tmp="$1" jobs="$2" helm="$3" t
   local pkg=helm.sh/helm/v3/cmd/helm
-  local started=$SECONDS t
-
-  log "building helm $helm with $(go env GOVERSION), -p $jobs, into $dir"
-  t=$SECONDS
-  (cd "$MOD_DIR" && go list -deps "$pkg" >/dev/null)
-  log "downloaded the modules in $((SECONDS - t))s (module cache $(go env GOMODCACHE))"
+  download "$pkg"
 
   # What `helm version` reports, and the Kubernetes version that `helm template` and `helm lint`
   # assume (.Capabilities.KubeVersion), as Helm's Makefile stamps them: one minor above the
@@ -105,27 +68,11 @@ build() {
   ldflags+=" -X $v/internal/version.gitTreeState=clean"
   ldflags+=" -X $v/pkg/lint/rules.k8sVersionMajor=$major -X $v/pkg/lint/rules.k8sVersionMinor=$minor"
   ldflags+=" -X $v/pkg/chartutil.k8sVersionMajor=$major -X $v/pkg/chartutil.k8sVersionMinor=$minor"
-
-  local tmp="$dir.tmp.$$"
-  rm -rf "$tmp"
-  mkdir -p "$tmp"
-  trap "rm -rf '$tmp'" EXIT
   t=$SECONDS
   (cd "$MOD_DIR" && go build -p "$jobs" -trimpath -ldflags="$ldflags" -o "$tmp/helm" "$pkg")
   log "compiled helm in $((SECONDS - t))s"
   "$tmp/helm" version --short >/dev/null || die "the built helm does not run"
   printf 'helm %s\nclient-go %s\n%s\n' "$helm" "$client_go" "$(go env GOVERSION)" >"$tmp/VERSIONS"
-  rm -rf "$dir"
-  mv "$tmp" "$dir"
-  trap - EXIT
-  log "built helm $helm in $((SECONDS - started))s: $dir ($(du -sh "$dir" | cut -f1))"
-  echo "$dir"
 }
 
-case "${1:-}" in
-  "") build ;;
-  --print-dir) cache_dir ;;
-  pin) shift; pin "$@" ;;
-  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
-  *) die "unknown argument '$1' (see --help)" ;;
-esac
+main "$@"

@@ -14,18 +14,16 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+NAME=build-kube
 MOD_DIR="$ROOT/test/k8s"
+MAIN_MODULE=k8s.io/kubernetes
+BINARIES=(kube-apiserver etcd)
 # Bump when the build settings change, so that cached binaries built otherwise are not reused.
 BUILD_REV=1
-
-log() { printf 'build-kube: %s\n' "$*" >&2; }
-die() { log "$*"; exit 1; }
-
-# Version of a module required by test/k8s/go.mod.
-required() {
-  local mod="${1//./\\.}"
-  sed -nE "s#^(require[[:space:]]+)?[[:space:]]*${mod}[[:space:]]+(v[^[:space:]]+).*#\\2#p" "$MOD_DIR/go.mod" | head -n1
-}
+CACHE_ROOT="${TOLLGATE_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tollgate/kube}"
+BUILD_JOBS="${TOLLGATE_KUBE_BUILD_JOBS:-}"
+# shellcheck source=lib/cached-go-build.sh
+source "$ROOT/scripts/lib/cached-go-build.sh"
 
 pin() {
   local kube="${1:-}" etcd="${2:-}"
@@ -71,46 +69,11 @@ pin() {
   log "pinned kube-apiserver $kube and etcd $chosen in $MOD_DIR"
 }
 
-cache_dir() {
-  local kube key
-  kube="$(required k8s.io/kubernetes)"
-  [ -n "$kube" ] || die "no k8s.io/kubernetes requirement in $MOD_DIR/go.mod"
-  key="$( { echo "rev $BUILD_REV"; cat "$MOD_DIR/go.mod" "$MOD_DIR/go.sum"; } | sha256sum | cut -c1-12)"
-  echo "${TOLLGATE_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tollgate/kube}/$kube-$key"
-}
-
-build() {
-  local dir kube etcd
-  dir="$(cache_dir)"
-  kube="$(required k8s.io/kubernetes)"
-  if [ -x "$dir/kube-apiserver" ] && [ -x "$dir/etcd" ]; then
-    log "kube-apiserver $kube and etcd are cached in $dir"
-    echo "$dir"
-    return
-  fi
-  command -v go >/dev/null || die "go is not installed: the tests build kube-apiserver and etcd with it"
-  mkdir -p "$(dirname "$dir")"
-  # One build at a time per cache directory (make and a test run may both ask).
-  exec 9>"$dir.lock"
-  if command -v flock >/dev/null; then flock 9; fi
-  if [ -x "$dir/kube-apiserver" ] && [ -x "$dir/etcd" ]; then
-    log "kube-apiserver $kube and etcd were built meanwhile in $dir"
-    echo "$dir"
-    return
-  fi
-
-  # The machine's Go, never a downloaded toolchain; go.sum is complete, so -mod=readonly. Static
-  # binaries as the Kubernetes release builds them (CGO_ENABLED=0).
-  export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false"
-  local jobs="${TOLLGATE_KUBE_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+compile() {
+  local tmp="$1" jobs="$2" kube="$3" etcd t
   local kube_pkg=k8s.io/kubernetes/cmd/kube-apiserver etcd_pkg=go.etcd.io/etcd/server/v3
-  local started=$SECONDS t
-
   etcd="$(cd "$MOD_DIR" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)"
-  log "building kube-apiserver $kube and etcd $etcd with $(go env GOVERSION), -p $jobs, into $dir"
-  t=$SECONDS
-  (cd "$MOD_DIR" && go list -deps "$kube_pkg" "$etcd_pkg" >/dev/null)
-  log "downloaded the modules in $((SECONDS - t))s (module cache $(go env GOMODCACHE))"
+  download "$kube_pkg" "$etcd_pkg"
 
   # What `kube-apiserver --version`, `kubectl version` and the API's /version report, as the
   # release's hack/lib/version.sh would stamp it.
@@ -120,29 +83,13 @@ build() {
     stamp+=" -X $pkg.gitVersion=$kube -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
     stamp+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   done
-
-  local tmp="$dir.tmp.$$"
-  rm -rf "$tmp"
-  mkdir -p "$tmp"
-  trap "rm -rf '$tmp'" EXIT
   t=$SECONDS
   (cd "$MOD_DIR" && go build -p "$jobs" -trimpath -ldflags="-s$stamp" -o "$tmp/kube-apiserver" "$kube_pkg")
   log "compiled kube-apiserver in $((SECONDS - t))s"
   t=$SECONDS
   (cd "$MOD_DIR" && go build -p "$jobs" -trimpath -ldflags=-s -o "$tmp/etcd" "$etcd_pkg")
-  log "compiled etcd in $((SECONDS - t))s"
+  log "compiled etcd $etcd in $((SECONDS - t))s"
   printf 'kube-apiserver %s\netcd %s\n%s\n' "$kube" "$etcd" "$(go env GOVERSION)" >"$tmp/VERSIONS"
-  rm -rf "$dir"
-  mv "$tmp" "$dir"
-  trap - EXIT
-  log "built kube-apiserver $kube and etcd $etcd in $((SECONDS - started))s: $dir ($(du -sh "$dir" | cut -f1))"
-  echo "$dir"
 }
 
-case "${1:-}" in
-  "") build ;;
-  --print-dir) cache_dir ;;
-  pin) shift; pin "$@" ;;
-  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
-  *) die "unknown argument '$1' (see --help)" ;;
-esac
+main "$@"

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { startKube, type KubeCluster } from '../support/kube-cluster.js';
 import { eventually, KUBECTL, kubectlRaw } from '../support/kubectl.js';
-import { ROOT } from '../support/processes.js';
+import { cachedBuild, ROOT } from '../support/processes.js';
 
 /**
  * The Helm chart charts/tollgate: `helm lint`, `helm template` of the default values and of the
@@ -40,21 +40,7 @@ let cluster: KubeCluster | undefined;
 /** scripts/build-helm.sh builds helm from test/helm's pin once per machine and prints its directory. */
 async function buildHelm(): Promise<string> {
   if (process.env.HELM) return process.env.HELM;
-  const child = spawn('bash', [path.join(ROOT, 'scripts', 'build-helm.sh')], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => {
-    err += d.toString();
-    process.stderr.write(d); // a cold build takes minutes: show its progress
-  });
-  const code = await new Promise<number | null>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', resolve);
-  });
-  const dir = out.trim().split('\n').pop() ?? '';
-  if (code !== 0 || !dir) throw new Error(`scripts/build-helm.sh failed (exit ${code}):\n${err}`);
-  return path.join(dir, 'helm');
+  return path.join(await cachedBuild('build-helm.sh'), 'helm');
 }
 
 /** helm with its own config, cache and data directories (never the user's), optionally against the cluster. */

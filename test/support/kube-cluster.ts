@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './postgres-cluster.js';
-import { ROOT } from './processes.js';
+import { cachedBuild } from './processes.js';
 
 const run = promisify(execFile);
 
@@ -58,22 +58,7 @@ export async function kubeBinDir(): Promise<string> {
     }
     return preset;
   }
-  const script = path.join(ROOT, 'scripts', 'build-kube.sh');
-  const child = spawn('bash', [script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => {
-    err += d.toString();
-    process.stderr.write(d); // a cold build takes minutes: show its progress
-  });
-  const code = await new Promise<number | null>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', resolve);
-  });
-  const dir = out.trim().split('\n').pop() ?? '';
-  if (code !== 0 || !dir) throw new Error(`scripts/build-kube.sh failed (exit ${code}):\n${tail(err, 40)}`);
-  return dir;
+  return cachedBuild('build-kube.sh');
 }
 
 export async function startKube(opts: StartKubeOptions = {}): Promise<KubeCluster> {

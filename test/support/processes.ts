@@ -50,3 +50,26 @@ export async function stop(child: ChildProcess | undefined): Promise<void> {
   await exited;
   clearTimeout(timer);
 }
+
+/**
+ * Runs one of the caching build scripts (scripts/build-kube.sh, scripts/build-helm.sh): it builds
+ * what is missing (minutes on a fresh machine, its progress shown on stderr) and prints the cache
+ * directory last on stdout, which this answers.
+ */
+export async function cachedBuild(script: string): Promise<string> {
+  const child = spawn('bash', [path.join(ROOT, 'scripts', script)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => {
+    err += d.toString();
+    process.stderr.write(d);
+  });
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', resolve);
+  });
+  const dir = out.trim().split('\n').pop() ?? '';
+  if (code !== 0 || !dir) throw new Error(`scripts/${script} failed (exit ${code}):\n${err.split('\n').slice(-40).join('\n')}`);
+  return dir;
+}

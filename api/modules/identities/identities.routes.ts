@@ -193,7 +193,7 @@ export async function identitiesRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (req) => {
-      // Checking a secret is deliberately slow; unknown client IDs must not buy unlimited checks.
+      // Unknown client IDs must not buy unlimited guesses: exchanges are limited per client address.
       await enforceLimit(app.deps.hits, `token-ip:${req.ip}`, config.rateLimits.tokenPerIpPerMinute);
       const { client_id, client_secret } = req.body;
       const { rows } = await sql<ClientRow>`select * from identity_for_client(${client_id})`.execute(db);

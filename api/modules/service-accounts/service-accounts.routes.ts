@@ -254,7 +254,7 @@ export async function serviceAccountsRoutes(app: FastifyInstance): Promise<void>
       },
     },
     async (req) => {
-      // Checking a secret is deliberately slow; unknown client IDs must not buy unlimited checks.
+      // Unknown client IDs must not buy unlimited guesses: exchanges are limited per client address.
       await enforceLimit(app.deps.hits, `token-ip:${req.ip}`, config.rateLimits.tokenPerIpPerMinute);
       const { client_id, client_secret } = req.body;
       const now = clock.now();

@@ -34,6 +34,17 @@ function compare(op: string, a: Val, b: Val): Val {
   return op === '<' ? x < y : op === '<=' ? x <= y : op === '>' ? x > y : x >= y;
 }
 
+/** Both operands, left first; an error or a fallback of either is the answer, else `f` of the two. */
+function binary(a: Fn, b: Fn, f: (x: Val, y: Val) => Val): Fn {
+  return (doc) => {
+    const x = a(doc);
+    if (x === ERR || x === FALLBACK) return x;
+    const y = b(doc);
+    if (y === ERR || y === FALLBACK) return y;
+    return f(x, y);
+  };
+}
+
 /** The translated condition, or undefined when the expression leaves the subset. */
 export function translateCel(ast: unknown): Fn | undefined {
   if (!isNode(ast)) return undefined;
@@ -113,14 +124,10 @@ export function translateCel(ast: unknown): Fn | undefined {
       const r = translateCel(receiver);
       const a = translateCel(argument);
       if (!r || !a) return undefined;
-      return (doc) => {
-        const s = r(doc);
-        if (s === ERR || s === FALLBACK) return s;
-        const t = a(doc);
-        if (t === ERR || t === FALLBACK) return t;
+      return binary(r, a, (s, t) => {
         if (typeof s !== 'string' || typeof t !== 'string') return ERR;
         return name === 'startsWith' ? s.startsWith(t) : name === 'endsWith' ? s.endsWith(t) : s.includes(t);
-      };
+      });
     }
     case '!_': {
       const x = translateCel(args);
@@ -160,15 +167,11 @@ export function translateCel(ast: unknown): Fn | undefined {
     case '!=': {
       const [a, b] = pair();
       if (!a || !b) return undefined;
-      return (doc) => {
-        const x = a(doc);
-        if (x === ERR || x === FALLBACK) return x;
-        const y = b(doc);
-        if (y === ERR || y === FALLBACK) return y;
+      return binary(a, b, (x, y) => {
         const eq = equal(x, y);
         if (eq === FALLBACK) return FALLBACK;
         return op === '==' ? eq : !eq;
-      };
+      });
     }
     case '<':
     case '<=':
@@ -176,22 +179,12 @@ export function translateCel(ast: unknown): Fn | undefined {
     case '>=': {
       const [a, b] = pair();
       if (!a || !b) return undefined;
-      return (doc) => {
-        const x = a(doc);
-        if (x === ERR || x === FALLBACK) return x;
-        const y = b(doc);
-        if (y === ERR || y === FALLBACK) return y;
-        return compare(op, x, y);
-      };
+      return binary(a, b, (x, y) => compare(op, x, y));
     }
     case 'in': {
       const [a, b] = pair();
       if (!a || !b) return undefined;
-      return (doc) => {
-        const x = a(doc);
-        if (x === ERR || x === FALLBACK) return x;
-        const list = b(doc);
-        if (list === ERR || list === FALLBACK) return list;
+      return binary(a, b, (x, list) => {
         if (isMap(list)) return typeof x === 'string' ? Object.hasOwn(list, x) : FALLBACK;
         if (!Array.isArray(list)) return ERR;
         for (const item of list) {
@@ -200,7 +193,7 @@ export function translateCel(ast: unknown): Fn | undefined {
           if (eq) return true;
         }
         return false;
-      };
+      });
     }
     case '?:': {
       if (!Array.isArray(args) || args.length !== 3) return undefined;
