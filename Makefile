@@ -1,10 +1,10 @@
 # Tollgate. `make` lists the targets.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps postgres kube build run test bench lint docs clean
+.PHONY: help deps postgres kube build run test bench lint imports docs clean
 
 NPM_STAMP := node_modules/.package-lock.json
-SOURCES := $(shell find api controller sidecar -name '*.ts' 2>/dev/null) cli.ts tsconfig.json
+SOURCES := $(shell find lib api client controller sidecar -name '*.ts' 2>/dev/null) cli.ts tsconfig.json
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -37,7 +37,7 @@ build: dist/cli.js ## compile TypeScript into dist/
 run: build ## start the API on http://127.0.0.1:8080 (embedded database in ./.data, demo organisation, dev sign-in)
 	SEED_DEMO=$${SEED_DEMO:-true} node dist/cli.js api
 
-test: build postgres kube helm ## run every test (starts a throwaway PostgreSQL unless DATABASE_URL is set, and a Kubernetes API server)
+test: build imports postgres kube helm ## run every test (starts a throwaway PostgreSQL unless DATABASE_URL is set, and a Kubernetes API server)
 	@mkdir -p .cache
 	@rm -f .cache/vitest.json
 	@status=0; npx vitest run --reporter=default --reporter=json --outputFile.json=.cache/vitest.json || status=$$?; \
@@ -46,9 +46,12 @@ test: build postgres kube helm ## run every test (starts a throwaway PostgreSQL 
 bench: build postgres kube ## run the benchmarks in bench/
 	node --import tsx bench/run.ts
 
-lint: deps ## type-check the code, tests and scripts
+lint: deps imports ## type-check the code, tests and scripts, and check the import rules
 	npx tsc -p tsconfig.json --noEmit
 	npx tsc -p tsconfig.check.json --noEmit
+
+imports: deps ## check the import rules of .dependency-cruiser.cjs (layers, no cycles; docs/architecture.md)
+	npx depcruise --config .dependency-cruiser.cjs --output-type err-long cli.ts lib api client controller sidecar scripts bench test
 
 docs: deps ## regenerate docs/openapi.json, the role matrix of docs/roles.md and the CRDs in crds/
 	npx tsx scripts/gen-docs.ts

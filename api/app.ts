@@ -5,8 +5,10 @@ import rateLimit from '@fastify/rate-limit';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { sql } from 'kysely';
+import { systemClock, type Clock } from '../lib/clock.js';
+import type { Config } from './config.js';
+import type { Db } from './db/database.js';
 import { registerAuthentication } from './platform/auth.js';
-import { systemClock, type AppDeps } from './platform/context.js';
 import { ApiError } from './platform/errors.js';
 import { registerErrorHandler } from './platform/error-handler.js';
 import { createLogger } from './platform/logger.js';
@@ -14,12 +16,35 @@ import { API_PREFIX, registerOpenApi } from './platform/openapi.js';
 import { databaseRateLimitStore, HitCounter, rateGroupOf, rateLimited, rateKey, rateMax } from './platform/rate-limit.js';
 import { registerCallerExtension } from './platform/route.js';
 import { registerTracing } from './platform/tracing.js';
-import { EvidenceSigner } from './modules/evidence/signer.js';
-import { DecisionSnapshots } from './modules/gateway/snapshot.js';
-import { RevocationCache } from './modules/identities/revocation.js';
-import { TokenService } from './modules/identities/tokens.js';
-import { ServiceAccountStates } from './modules/service-accounts/service-accounts.state.js';
+import { EvidenceSigner } from './modules/evidence/index.js';
+import { DecisionSnapshots } from './modules/gateway/index.js';
+import { RevocationCache, TokenService } from './modules/identities/index.js';
+import { ServiceAccountStates } from './modules/service-accounts/index.js';
+import { principalSources } from './principals.js';
 import { apiRoutes } from './routes.js';
+
+/** What the app is built from (fastify's buildApp(deps) habit). */
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  clock?: Clock;
+  /** Where logs go; defaults to stdout. Tests pass a stream to read them back. */
+  logStream?: NodeJS.WritableStream;
+}
+
+// The modules' services every route reaches through `app.deps`, beside the platform's own (platform/context.ts).
+declare module './platform/context.js' {
+  interface Deps {
+    tokens: TokenService;
+    revocations: RevocationCache;
+    /** Service accounts' status and roles as authentication reads them. */
+    serviceAccounts: ServiceAccountStates;
+    evidence: EvidenceSigner;
+    hits: HitCounter;
+    /** Each organisation's registry as decisions read it, in memory (gateway and simulation share it). */
+    snapshots: DecisionSnapshots;
+  }
+}
 
 export const CORRELATION_HEADER = 'x-correlation-id';
 const CORRELATION_ID = /^[A-Za-z0-9._-]{8,100}$/;
@@ -46,13 +71,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return typeof given === 'string' && CORRELATION_ID.test(given) ? given : randomUUID();
     },
   });
+  const tokens = new TokenService(config.tokenSigningSeed, () => clock.now());
+  const revocations = new RevocationCache(deps.db, clock, config.revocationCacheMs);
+  const serviceAccounts = new ServiceAccountStates(deps.db, clock, config.revocationCacheMs);
   app.decorate('deps', {
     config,
     db: deps.db,
     clock,
-    tokens: new TokenService(config.tokenSigningSeed, () => clock.now()),
-    revocations: new RevocationCache(deps.db, clock, config.revocationCacheMs),
-    serviceAccounts: new ServiceAccountStates(deps.db, clock, config.revocationCacheMs),
+    principals: principalSources({ db: deps.db, clock, tokens, revocations, serviceAccounts }),
+    tokens,
+    revocations,
+    serviceAccounts,
     evidence: new EvidenceSigner(config.tokenSigningSeed),
     hits: new HitCounter(deps.db, clock),
     snapshots: new DecisionSnapshots(),

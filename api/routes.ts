@@ -4,6 +4,7 @@ import { caller } from './platform/route.js';
 import { agentsRoutes } from './modules/agents/agents.routes.js';
 import { bindingsRoutes } from './modules/agents/bindings.routes.js';
 import { containmentRoutes } from './modules/agents/containment.routes.js';
+import { approvalsRoutes } from './modules/approvals/approvals.routes.js';
 import { auditRoutes } from './modules/audit/audit.routes.js';
 import { evidenceRoutes } from './modules/evidence/evidence.routes.js';
 import { gatewayRoutes } from './modules/gateway/gateway.routes.js';
@@ -47,5 +48,6 @@ export async function apiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(inventoryRoutes);
   await app.register(evidenceRoutes);
   await app.register(gatewayRoutes);
+  await app.register(approvalsRoutes);
   await app.register(policiesRoutes);
 }

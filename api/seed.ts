@@ -1,6 +1,6 @@
 import { inScope, type Db } from './db/database.js';
-import { createOrganisation } from './modules/tenants/tenants.service.js';
-import { findOrCreatePerson } from './modules/users/users.repository.js';
+import { createOrganisation, memberOrganisationWithSlug } from './modules/tenants/index.js';
+import { findOrCreatePerson } from './modules/users/index.js';
 
 export const DEMO_ADMIN_EMAIL = 'admin@demo.example';
 export const DEMO_SLUG = 'demo';
@@ -11,14 +11,7 @@ export const DEMO_SLUG = 'demo';
  */
 export async function seedDemo(db: Db, now: Date): Promise<void> {
   const admin = await findOrCreatePerson(db, DEMO_ADMIN_EMAIL, 'Demo Administrator');
-  const existing = await inScope(db, { userId: admin.id }, (tx) =>
-    tx
-      .selectFrom('memberships')
-      .innerJoin('organisations', 'organisations.id', 'memberships.org_id')
-      .select('organisations.id')
-      .where('organisations.slug', '=', DEMO_SLUG)
-      .executeTakeFirst(),
-  );
+  const existing = await inScope(db, { userId: admin.id }, (tx) => memberOrganisationWithSlug(tx, DEMO_SLUG));
   if (existing) return;
   await createOrganisation(db, {
     name: 'Demo Organisation',

@@ -1,6 +1,14 @@
-import { compileRules, type CompiledRule } from '../api/modules/gateway/engine/compile.js';
-import { decide } from '../api/modules/gateway/engine/decide.js';
-import type { ActionRequest, Condition, DecisionInput, Effect, Rule, Snapshot } from '../api/modules/gateway/engine/types.js';
+import {
+  compileRules,
+  decide,
+  type ActionRequest,
+  type CompiledRule,
+  type Condition,
+  type DecisionInput,
+  type Effect,
+  type Rule,
+  type Snapshot,
+} from '../api/modules/gateway/index.js';
 
 /**
  * bench/policy: the pure decision engine (every step, no I/O) on a realistic snapshot: 50 published
@@ -8,7 +16,7 @@ import type { ActionRequest, Condition, DecisionInput, Effect, Rule, Snapshot } 
  * compiled once, outside the timed loop, as the gateway does per published version. Figures are CPU
  * time of this single-threaded process (process.cpuUsage), so they read per core.
  */
-/** The target: evaluations per second on one core. */
+/** The target: evaluations per second on one core. */
 const TARGET_PER_SECOND = 50_000;
 
 const POLICIES = 50;

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
+import { systemClock, type Clock } from '../lib/clock.js';
 import {
   ActionDeniedError,
   ApprovalNotGrantedError,
@@ -15,7 +16,7 @@ import {
   type ActionResult,
   type GatewayActionStatus,
 } from './result.js';
-import { TokenCache, type Clock, type CredentialsSource } from './tokens.js';
+import { TokenCache, type CredentialsSource } from './tokens.js';
 import { apiErrorOf, errorCode, Transport, type HttpAnswer } from './transport.js';
 
 export interface GatewayClientOptions {
@@ -85,8 +86,6 @@ const RETRY_WITH_FRESH_TOKEN = new Set(['token_expired', 'session_revoked']);
 /** Approval outcomes that end the wait without a token (rule 5). */
 const NOT_GRANTED = new Set(['rejected', 'expired', 'cancelled', 'revoked']);
 const CORRELATION_ID = /^[A-Za-z0-9._-]{8,100}$/;
-
-const systemClock: Clock = { now: () => new Date() };
 
 /**
  * The client of the Tollgate gateway: the spec's "Gateway client flow" (docs/client.md). It submits

@@ -21,4 +21,5 @@ export {
   GatewayClientError,
 } from './errors.js';
 export type { ActionRequest, ActionResult, ActionState, Decision, GatewayActionStatus, SubmissionBody } from './result.js';
-export type { ClientCredentials, Clock, CredentialsSource } from './tokens.js';
+export type { ClientCredentials, CredentialsSource } from './tokens.js';
+export type { Clock } from '../lib/clock.js';

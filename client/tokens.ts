@@ -1,3 +1,4 @@
+import type { Clock } from '../lib/clock.js';
 import { AuthenticationError, GatewayApiError } from './errors.js';
 import { apiErrorOf, type Transport } from './transport.js';
 
@@ -9,10 +10,6 @@ export interface ClientCredentials {
 
 /** The credentials, or a function called at every exchange (for example reading files a Secret mounts). */
 export type CredentialsSource = ClientCredentials | (() => ClientCredentials | Promise<ClientCredentials>);
-
-export interface Clock {
-  now(): Date;
-}
 
 interface Token {
   value: string;

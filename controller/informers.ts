@@ -1,22 +1,6 @@
-import { CustomObjectsApi, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
-import { backoff, objectKey, realClock, statusOf, type Clock } from './kube.js';
-
-/** A namespaced resource to watch; `namespace` unset means every namespace. */
-export interface ResourceRef {
-  group: string;
-  version: string;
-  plural: string;
-  namespace?: string;
-}
-
-const tollgate = (plural: string): ResourceRef => ({ group: 'tollgate.dev', version: 'v1alpha1', plural });
-/** The kinds of crds/ that the controller reconciles. */
-export const KINDS = {
-  Agent: tollgate('agents'),
-  Tool: tollgate('tools'),
-  MCPServer: tollgate('mcpservers'),
-  Policy: tollgate('policies'),
-} as const;
+import { CoreV1Api, CustomObjectsApi, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { systemClock, type Clock, type Timers } from '../lib/clock.js';
+import { backoff, objectKey, statusOf, type ResourceRef } from './kube.js';
 
 /** client-node's Watch, as a dependency: tests wrap it to break watches. */
 export type Watcher = Pick<Watch, 'watch'>;
@@ -26,28 +10,45 @@ interface ObjectList<T> {
   items: T[];
 }
 
-export interface InformerOptions<T = KubernetesObject> {
-  /** Receives the key of every object added, changed or deleted. */
+export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/** Where an informer's changes go: a queue, the keys a change puts on it, and which changes count. */
+export interface EventHandler<T> {
   queue: { add(key: string): void };
+  /**
+   * The keys a changed object puts on the queue: by default its own. A handler for objects that others
+   * own or wait for answers theirs instead (controller-runtime's EnqueueRequestForOwner and
+   * EnqueueRequestsFromMapFunc).
+   */
+  keysOf?: (obj: T) => string[];
+  /**
+   * Whether a change is worth a reconcile (controller-runtime's predicates); default every one. `old` is
+   * the object as the cache held it before (undefined when it was not there).
+   */
+  predicate?: (type: EventType, obj: T, old: T | undefined) => boolean;
+}
+
+export interface InformerOptions<T = KubernetesObject> {
+  /** Told of every object added, changed or deleted, after the cache holds the change. */
+  handlers: EventHandler<T>[];
+  /** Only the objects with these labels: the controller's own Secrets among all the cluster's. */
+  labelSelector?: string;
+  /** What the cache keeps of an object (client-go's transform): the Secret informer drops the data. */
+  transform?: (obj: T) => T;
   watcher?: Watcher;
   /** Backoff between failed list or watch attempts. Default 1 s doubling to 30 s. */
   baseDelayMs?: number;
   maxDelayMs?: number;
-  clock?: Clock;
+  clock?: Clock & Timers;
   onError?: (err: unknown) => void;
-  /**
-   * Whether a MODIFIED event is worth a reconcile (controller-runtime's predicates); default every
-   * change. The controller skips status-only changes, so its own status writes do not requeue.
-   */
-  changed?: (old: T | undefined, obj: T) => boolean;
 }
 
 /** A watch shorter than this that saw no event counts as a failure, so a flapping server is not hammered. */
 const HEALTHY_WATCH_MS = 1000;
 
 /**
- * List, then watch from the list's resourceVersion, for one resource; every change puts the object's key
- * on the queue and updates a cache that reconcilers read instead of the API server. When the watch ends
+ * List, then watch from the list's resourceVersion, for one resource; every change updates a cache that
+ * reconcilers read instead of the API server, then goes to the handlers' queues. When the watch ends
  * (the client's timeout, a dropped connection, an error) it resumes from the last resourceVersion seen;
  * when that is too old (410 Gone) it lists again, and enqueues what changed or vanished meanwhile.
  * Failures back off exponentially. client-node's makeInformer does not restart after an error, hence this.
@@ -61,18 +62,18 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   private current?: AbortController;
   private sleeping?: { handle: unknown; wake: () => void };
   private loop?: Promise<void>;
-  private readonly api: CustomObjectsApi;
+  private readonly listObjects: (labelSelector?: string) => Promise<ObjectList<T>>;
   private readonly watcher: Watcher;
-  private readonly clock: Clock;
+  private readonly clock: Clock & Timers;
 
   constructor(
     kc: KubeConfig,
     private readonly resource: ResourceRef,
     private readonly opts: InformerOptions<T>,
   ) {
-    this.api = kc.makeApiClient(CustomObjectsApi);
+    this.listObjects = lister<T>(kc, resource);
     this.watcher = opts.watcher ?? new Watch(kc);
-    this.clock = opts.clock ?? realClock;
+    this.clock = opts.clock ?? systemClock;
   }
 
   start(): void {
@@ -111,14 +112,14 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     while (!this.stopped) {
       try {
         if (!this.resourceVersion) await this.relist();
-        const started = this.clock.now();
+        const started = this.clock.now().getTime();
         const { err, events } = await this.watchOnce();
         if (this.stopped) break;
         if (statusOf(err) === 410) {
           this.resourceVersion = ''; // too old to resume: list again, at once (a failing list backs off)
           continue;
         }
-        const healthy = events > 0 || this.clock.now() - started >= HEALTHY_WATCH_MS;
+        const healthy = events > 0 || this.clock.now().getTime() - started >= HEALTHY_WATCH_MS;
         // A watch that ran a while and ended (the client-side timeout included) just resumes.
         if (err && !(healthy && isTimeout(err))) throw err;
         if (!healthy) throw new Error(`watch ${this.path} ended at once`);
@@ -132,22 +133,31 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   }
 
   private async relist(): Promise<void> {
-    const { group, version, plural, namespace } = this.resource;
-    const list = (namespace
-      ? await this.api.listNamespacedCustomObject({ group, version, plural, namespace })
-      : await this.api.listClusterCustomObject({ group, version, plural })) as ObjectList<T>;
+    const list = await this.listObjects(this.opts.labelSelector);
     if (this.stopped) return;
-    const fresh = new Map(list.items.map((o) => [objectKey(o), o]));
-    for (const [key, old] of this.cache) {
-      if (!fresh.has(key)) this.opts.queue.add(key); // deleted while we were not watching
-      else if (fresh.get(key)?.metadata?.resourceVersion === old.metadata?.resourceVersion) fresh.delete(key);
-    }
+    const previous = new Map(this.cache);
     this.cache.clear();
-    for (const o of list.items) this.cache.set(objectKey(o), o);
-    for (const key of fresh.keys()) this.opts.queue.add(key);
+    for (const o of list.items) this.cache.set(objectKey(o), this.keep(o));
+    // What changed or vanished while we were not watching.
+    for (const [key, old] of previous) if (!this.cache.has(key)) this.notify('DELETED', old, old);
+    for (const [key, obj] of this.cache) {
+      const old = previous.get(key);
+      if (old?.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.notify(old ? 'MODIFIED' : 'ADDED', obj, old);
+    }
     this.resourceVersion = list.metadata?.resourceVersion ?? '';
     this.synced = true;
     this.failures = 0;
+  }
+
+  private keep(obj: T): T {
+    return this.opts.transform ? this.opts.transform(obj) : obj;
+  }
+
+  private notify(type: EventType, obj: T, old: T | undefined): void {
+    for (const handler of this.opts.handlers) {
+      if (handler.predicate && !handler.predicate(type, obj, old)) continue;
+      for (const key of handler.keysOf ? handler.keysOf(obj) : [objectKey(obj)]) handler.queue.add(key);
+    }
   }
 
   /** One watch, until it ends; resolves with its error (if any) and how many events it delivered. */
@@ -166,18 +176,18 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
       this.failures = 0;
       const rv = obj.metadata?.resourceVersion;
       if (rv) this.resourceVersion = rv;
-      if (type === 'BOOKMARK') return;
+      if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return; // BOOKMARK
       const key = objectKey(obj);
       const old = this.cache.get(key);
+      const kept = this.keep(obj);
       if (type === 'DELETED') this.cache.delete(key);
-      else this.cache.set(key, obj);
-      if (type === 'MODIFIED' && this.opts.changed && !this.opts.changed(old, obj)) return;
-      this.opts.queue.add(key);
+      else this.cache.set(key, kept);
+      this.notify(type, kept, old);
     };
     try {
       this.current = await this.watcher.watch(
         this.path,
-        { resourceVersion: this.resourceVersion, allowWatchBookmarks: true },
+        { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, labelSelector: this.opts.labelSelector },
         onEvent,
         (err: unknown) => finish(err),
       );
@@ -206,4 +216,24 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
 function isTimeout(err: unknown): boolean {
   const name = (err as { name?: string } | null)?.name;
   return name === 'AbortError' || name === 'TimeoutError';
+}
+
+/** The list call of a resource: the custom objects API for a group's kinds, the core API for Secrets. */
+function lister<T>(kc: KubeConfig, resource: ResourceRef): (labelSelector?: string) => Promise<ObjectList<T>> {
+  const { group, version, plural, namespace } = resource;
+  if (group) {
+    const api = kc.makeApiClient(CustomObjectsApi);
+    return async (labelSelector) =>
+      (namespace
+        ? await api.listNamespacedCustomObject({ group, version, plural, namespace, labelSelector })
+        : await api.listClusterCustomObject({ group, version, plural, labelSelector })) as ObjectList<T>;
+  }
+  if (version === 'v1' && plural === 'secrets') {
+    const core = kc.makeApiClient(CoreV1Api);
+    return async (labelSelector) =>
+      (namespace
+        ? await core.listNamespacedSecret({ namespace, labelSelector })
+        : await core.listSecretForAllNamespaces({ labelSelector })) as ObjectList<T>;
+  }
+  throw new Error(`no informer for core/${version} ${plural}: only Secrets`);
 }

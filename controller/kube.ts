@@ -43,6 +43,14 @@ function reuseConnections(kc: KubeConfig): void {
   };
 }
 
+/** A resource to list and watch: `group` '' is the core API (/api/v1); `namespace` unset means every namespace. */
+export interface ResourceRef {
+  group: string;
+  version: string;
+  plural: string;
+  namespace?: string;
+}
+
 /** `namespace/name`, or `name` for a cluster-scoped object: the work queue's key, as client-go's. */
 export function objectKey(obj: { metadata?: { name?: string; namespace?: string } }): string {
   const name = obj.metadata?.name;
@@ -66,19 +74,6 @@ export function statusOf(err: unknown): number | undefined {
 export function defaultIdentity(): string {
   return `${hostname()}_${process.pid}`;
 }
-
-/** Timers as a dependency, so that the queue's and elector's tests need not wait in real time. */
-export interface Clock {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-export const realClock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-};
 
 /** Exponential backoff: base, 2×base, 4×base... capped at max, for the nth consecutive failure (1-based). */
 export function backoff(failures: number, baseMs: number, maxMs: number): number {

@@ -1,5 +1,6 @@
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
-import { defaultIdentity, realClock, statusOf, type Clock } from './kube.js';
+import { systemClock, type Clock, type Timers } from '../lib/clock.js';
+import { defaultIdentity, statusOf } from './kube.js';
 
 /** The Lease calls the elector makes; a dependency so that tests can stall one elector's API server. */
 export interface LeaseClient {
@@ -42,7 +43,7 @@ export interface LeaderElectorOptions {
   onStartedLeading: (signal: AbortSignal) => void | Promise<void>;
   onStoppedLeading?: () => void;
   onError?: (err: unknown) => void;
-  clock?: Clock;
+  clock?: Clock & Timers;
 }
 
 /**
@@ -55,7 +56,7 @@ export interface LeaderElectorOptions {
 export class LeaderElector {
   readonly identity: string;
   private readonly o: Required<Omit<LeaderElectorOptions, 'identity' | 'onStoppedLeading' | 'onError' | 'clock'>>;
-  private readonly clock: Clock;
+  private readonly clock: Clock & Timers;
   private stopped = true;
   private leading?: { controller: AbortController; work: Promise<void>; deadline: unknown };
   private observed?: { resourceVersion: string; at: number };
@@ -64,7 +65,7 @@ export class LeaderElector {
 
   constructor(private readonly opts: LeaderElectorOptions) {
     this.identity = opts.identity ?? defaultIdentity();
-    this.clock = opts.clock ?? realClock;
+    this.clock = opts.clock ?? systemClock;
     this.o = {
       leases: opts.leases,
       namespace: opts.namespace,
@@ -128,8 +129,7 @@ export class LeaderElector {
     const { leases, namespace, name, leaseDurationSeconds } = this.o;
     const wasLeading = this.leading;
     try {
-      const now = this.clock.now();
-      const stamp = new V1MicroTime(now);
+      const stamp = new V1MicroTime(this.clock.now());
       const lease = await leases.get(namespace, name);
       if (this.stopped || wasLeading !== this.leading) return false; // released or deposed meanwhile
       if (!lease) {
@@ -165,12 +165,12 @@ export class LeaderElector {
   /** Notes when the lease record last changed, on this process's clock. */
   private observe(lease: V1Lease): void {
     const rv = lease.metadata?.resourceVersion ?? '';
-    if (this.observed?.resourceVersion !== rv) this.observed = { resourceVersion: rv, at: this.clock.now() };
+    if (this.observed?.resourceVersion !== rv) this.observed = { resourceVersion: rv, at: this.clock.now().getTime() };
   }
 
   private expired(lease: V1Lease): boolean {
     const seconds = lease.spec?.leaseDurationSeconds ?? this.o.leaseDurationSeconds;
-    return !this.observed || this.clock.now() >= this.observed.at + seconds * 1000;
+    return !this.observed || this.clock.now().getTime() >= this.observed.at + seconds * 1000;
   }
 
   private startLeading(): void {

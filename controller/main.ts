@@ -2,10 +2,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { loadKubeConfig } from './kube.js';
-import { Controller } from './manager.js';
 import type { ClientCredentials as Credentials } from '../client/tokens.js';
-import { RegistryClient } from './registry.js';
+import { Controller } from './controller.js';
+import { loadKubeConfig } from './kube.js';
+import { TollgateApi } from './tollgate-api.js';
 import type { InjectionSettings } from './webhook/inject.js';
 import { startWebhook } from './webhook/server.js';
 
@@ -101,13 +101,13 @@ export function controllerConfig(env: NodeJS.ProcessEnv): ControllerConfig {
 /** Starts the webhook (when configured) and the controller; stop() on SIGTERM is the caller's. */
 export async function startController(config: ControllerConfig): Promise<{ controller: Controller; stop(): Promise<void> }> {
   const log = pino({ level: config.logLevel, base: { component: 'controller' } });
-  const registry = new RegistryClient({ baseUrl: config.apiUrl, credentials: config.credentials });
+  const api = new TollgateApi({ baseUrl: config.apiUrl, credentials: config.credentials });
   // Which organisation the credential stands for; fails fast on a wrong secret or an unreachable API.
-  const tenant = await registry.get<{ slug: string }>('/tenants/current');
+  const tenant = await api.get<{ slug: string }>('/tenants/current');
   const lease = config.leaseSeconds * 1000;
   const controller = new Controller({
     kubeConfig: loadKubeConfig(),
-    registry,
+    api,
     organisation: tenant.slug,
     claimUnannotated: config.claimUnannotated,
     leaseNamespace: config.leaseNamespace,

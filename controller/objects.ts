@@ -1,7 +1,6 @@
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
-import { statusOf } from './kube.js';
-import type { ResourceRef } from './informers.js';
-import type { Condition, Status, TollgateObject } from './resources.js';
+import type { Condition, Status, TollgateObject } from './kinds.js';
+import { statusOf, type ResourceRef } from './kube.js';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 

@@ -1,8 +1,9 @@
-import { backoff, realClock, type Clock } from './kube.js';
+import { systemClock, type Clock, type Timers } from '../lib/clock.js';
+import { backoff } from './kube.js';
 
 /** What a reconcile asks of the queue: nothing (done), or to look again after a delay. */
 export interface ReconcileResult {
-  requeueAfter?: number;
+  requeueAfterMs?: number;
 }
 export type Reconcile = (key: string) => Promise<ReconcileResult | void>;
 
@@ -11,7 +12,7 @@ export interface WorkQueueOptions {
   baseDelayMs?: number;
   /** Cap of the retry delay. Default 5 minutes. */
   maxDelayMs?: number;
-  clock?: Clock;
+  clock?: Clock & Timers;
   /** Called when a reconcile throws (the key is then retried with backoff). */
   onError?: (key: string, err: unknown) => void;
 }
@@ -35,13 +36,13 @@ export class WorkQueue {
   private shuttingDown = false;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
-  private readonly clock: Clock;
+  private readonly clock: Clock & Timers;
   private readonly onError: (key: string, err: unknown) => void;
 
   constructor(opts: WorkQueueOptions = {}) {
     this.baseDelayMs = opts.baseDelayMs ?? 100;
     this.maxDelayMs = opts.maxDelayMs ?? 5 * 60_000;
-    this.clock = opts.clock ?? realClock;
+    this.clock = opts.clock ?? systemClock;
     this.onError = opts.onError ?? (() => {});
   }
 
@@ -56,7 +57,7 @@ export class WorkQueue {
   addAfter(key: string, ms: number): void {
     if (this.shuttingDown) return;
     if (ms <= 0) return this.add(key);
-    const at = this.clock.now() + ms;
+    const at = this.clock.now().getTime() + ms;
     const pending = this.delayed.get(key);
     if (pending) {
       if (pending.at <= at) return;
@@ -125,7 +126,7 @@ export class WorkQueue {
 
   /**
    * Runs `workers` loops that take a key, reconcile it and settle it as controller-runtime does: an
-   * error retries with backoff, `requeueAfter` forgets the failures and comes back after that delay,
+   * error retries with backoff, `requeueAfterMs` forgets the failures and comes back after that delay,
    * anything else forgets. Resolves when the queue is shut down and every worker has finished.
    */
   async run(workers: number, reconcile: Reconcile): Promise<void> {
@@ -134,7 +135,7 @@ export class WorkQueue {
         try {
           const result = await reconcile(key);
           this.forget(key);
-          if (result?.requeueAfter !== undefined && result.requeueAfter > 0) this.addAfter(key, result.requeueAfter);
+          if (result?.requeueAfterMs !== undefined && result.requeueAfterMs > 0) this.addAfter(key, result.requeueAfterMs);
         } catch (err) {
           this.onError(key, err);
           this.addRateLimited(key);

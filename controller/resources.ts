@@ -1,9 +1,4 @@
-import type { KubernetesObject } from '@kubernetes/client-node';
-
-/** snake_case -> camelCase: the one renaming rule between the API's fields and the CRDs' (docs/kubernetes.md). */
-export const toCamel = (s: string) => s.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-/** camelCase -> snake_case, its inverse on the API's names. */
-export const toSnake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+import { toSnake, type AgentSpec, type MCPServerSpec, type PolicySpec, type TollgateObject, type ToolSpec } from './kinds.js';
 
 /** A CRD spec as an API body: snake_case keys, except inside the free-form fields named (camelCase). */
 export function snakeKeys(v: unknown, freeForm: readonly string[] = []): unknown {
@@ -14,81 +9,6 @@ export function snakeKeys(v: unknown, freeForm: readonly string[] = []): unknown
   );
 }
 
-/** metav1.Condition */
-export interface Condition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-  observedGeneration?: number;
-}
-
-export interface Status {
-  observedGeneration?: number;
-  registryId?: string;
-  conditions?: Condition[];
-  [extra: string]: unknown;
-}
-
-/** A tollgate.dev object as the informers cache it. */
-export interface TollgateObject<Spec = unknown> extends KubernetesObject {
-  spec: Spec;
-  status?: Status;
-}
-
-export interface AgentSpec {
-  name: string;
-  description?: string;
-  purpose?: string;
-  framework?: string;
-  environment?: string;
-  businessUnit?: string | null;
-  criticality?: string;
-  dataClassification?: string;
-  internetExposure?: string;
-  codeExecution?: string;
-  persistentMemory?: string;
-  humanApprovalCoverage?: string;
-  tags?: string[];
-  owners?: { name: string; email: string; ownerType?: string }[];
-  tools?: { tool: string; actions: string[]; constraints?: Record<string, unknown> }[];
-  delegations?: {
-    principalRef: string;
-    displayName: string;
-    principalType?: string;
-    scopes: string[];
-    expiresAt?: string | null;
-  }[];
-}
-
-export interface ToolSpec {
-  toolKey: string;
-  name: string;
-  description?: string;
-  mcpServerRef?: { name: string };
-  operations?: string[];
-  privilegeClass?: string;
-  approvalClass?: string;
-  idempotent?: boolean;
-  inputSchema?: Record<string, unknown>;
-}
-
-export interface MCPServerSpec {
-  endpoint: string;
-  transport?: string;
-  authType?: string;
-  publisher?: string | null;
-}
-
-export interface PolicySpec {
-  displayName: string;
-  description?: string;
-  critical?: boolean;
-  changeNote?: string;
-  rules: Record<string, unknown>[];
-}
-
 /** The finalizer that runs the registry's side of a delete (Agent, Tool, MCPServer). */
 export const FINALIZER = 'tollgate.dev/registry';
 
@@ -96,6 +16,13 @@ export const FINALIZER = 'tollgate.dev/registry';
 export const identitySecretName = (agentName: string) => `tollgate-identity-${agentName}`;
 /** Annotation on that Secret: the registry id of the identity it holds. */
 export const IDENTITY_ANNOTATION = 'tollgate.dev/identity-id';
+/** Label on that Secret: the name of its Agent. */
+export const AGENT_LABEL = 'tollgate.dev/agent';
+const MANAGED_BY = ['app.kubernetes.io/managed-by', 'tollgate-controller'] as const;
+/** The labels of an Agent's identity Secret. */
+export const identitySecretLabels = (agentName: string) => ({ [MANAGED_BY[0]]: MANAGED_BY[1], [AGENT_LABEL]: agentName });
+/** The label selector of every identity Secret (the controller watches them to repair a lost one at once). */
+export const IDENTITY_SECRET_SELECTOR = `${MANAGED_BY[0]}=${MANAGED_BY[1]},${AGENT_LABEL}`;
 
 /** Annotation on a namespace: the slug of the organisation whose controller reconciles it. */
 export const ORGANISATION_ANNOTATION = 'tollgate.dev/organization';

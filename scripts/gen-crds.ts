@@ -3,25 +3,17 @@ import { fileURLToPath } from 'node:url';
 import { RE2JS } from 're2js';
 import { stringify } from 'yaml';
 import { z } from 'zod';
-import { agentIn } from '../api/modules/agents/agents.schemas.js';
-import { bindingActions, constraintsSchema, delegationIn } from '../api/modules/agents/bindings.routes.js';
-import { MCP_ENDPOINT_SCHEMES, mcpServerIn, toolIn } from '../api/modules/inventory/inventory.schemas.js';
-import { policyIn } from '../api/modules/policies/policies.schemas.js';
-import { MCP_TRUST_STATE } from '../api/modules/shared/enums.js';
-import { toCamel, toSnake } from '../controller/resources.js';
+import { MCP_ENDPOINT_SCHEMES } from '../api/modules/inventory/inventory.schemas.js';
+import { GROUP, KIND_NAMES, KINDS, toCamel, VERSION, type Kind } from '../controller/kinds.js';
 
 /**
- * The CustomResourceDefinitions of the tollgate.dev API group (crds/), generated from the zod schemas the
- * API validates its request bodies with, so that a kubectl-applied object and an API call accept the same
- * fields, enums and bounds. `make docs` rewrites crds/; test/unit/crds.test.ts fails when they drift.
+ * The CustomResourceDefinitions of the tollgate.dev API group (crds/), generated from the kinds of
+ * controller/kinds.ts: their names, printer columns, and spec and status schemas (built there from the zod
+ * schemas the API validates its request bodies with). `make docs` rewrites crds/; test/unit/crds.test.ts
+ * fails when they drift. What only the API server needs is added here: descriptions, CEL rules, bounds.
  *
- * Mapping rule, API -> CRD:
- *  - field names: snake_case -> camelCase (`toCamel`: every `_x` becomes `X`, e.g. data_classification ->
- *    dataClassification), applied to every property name and `required` entry; enum values are left alone;
- *  - the record's slug/key is `metadata.name`: Agent (slug), MCPServer (name), Policy (key, and the API's
- *    `name` becomes `spec.displayName`); a Tool keeps `spec.toolKey` (tool keys may hold dots and colons);
- *  - server-assigned ids are dropped: a Tool names its MCP server as `spec.mcpServerRef.name` (an MCPServer
- *    in the same namespace); api_resource_id, data_resource_id and credential_ref_id have no counterpart yet.
+ * Field names: snake_case -> camelCase (`toCamel`: every `_x` becomes `X`, e.g. data_classification ->
+ * dataClassification), applied to every property name and `required` entry; enum values are left alone.
  *
  * zod's JSON Schema (`io: 'input'`) is made structural: `.nullable()` (anyOf [X, null]) becomes X with
  * `nullable: true`, `$schema` and `additionalProperties: false` go (the API server prunes unknown fields),
@@ -31,85 +23,7 @@ import { toCamel, toSnake } from '../controller/resources.js';
  * zod `.describe()` text, else the sentence in DESCRIPTIONS below.
  */
 
-export const GROUP = 'tollgate.dev';
-export const VERSION = 'v1alpha1';
-
 type Json = Record<string, unknown>;
-export type Schema = Json;
-
-// The renaming rule between the API's fields and the CRDs' lives with the controller, which maps back.
-export { toCamel, toSnake };
-
-// ---------------------------------------------------------------------------------------------------------
-// The zod schemas of the specs and statuses, built from the API's exported schemas.
-
-/** A Kubernetes object name (DNS-1123 subdomain), as a reference to another object. */
-const objectName = z
-  .string()
-  .min(1)
-  .max(253)
-  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/);
-
-const agentSpec = agentIn.omit({ slug: true }).extend({
-  tools: z
-    .array(
-      z.object({
-        tool: toolIn.shape.tool_key,
-        actions: bindingActions,
-        constraints: constraintsSchema.default({}),
-      }),
-    )
-    .max(100)
-    .default([]),
-  delegations: z.array(delegationIn()).max(50).default([]),
-});
-
-const toolSpec = toolIn
-  .omit({ mcp_server_id: true, api_resource_id: true, data_resource_id: true, credential_ref_id: true })
-  .extend({ mcp_server_ref: z.object({ name: objectName }).optional() });
-
-const mcpServerSpec = mcpServerIn.omit({ name: true });
-
-const { key: _policyKey, name: policyName, ...policyRest } = policyIn.shape;
-const policySpec = z.object({ display_name: policyName, ...policyRest });
-
-/** metav1.Condition. */
-const condition = z.object({
-  type: z
-    .string()
-    .min(1)
-    .max(316)
-    .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/),
-  status: z.enum(['True', 'False', 'Unknown']),
-  reason: z
-    .string()
-    .min(1)
-    .max(1024)
-    .regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/),
-  message: z.string().max(32768),
-  last_transition_time: z.iso.datetime({ offset: true }),
-  observed_generation: z.number().int().min(0).optional(),
-});
-
-const baseStatus = z.object({
-  observed_generation: z.number().int().min(0).optional(),
-  registry_id: z.string().max(64).optional(),
-  conditions: z.array(condition).max(16).optional(),
-});
-
-const statuses = {
-  Agent: baseStatus.extend({
-    identity_secret: z.string().max(253).optional().describe("The Secret of this namespace holding the agent's workload identity (client-id, client-secret), which the injected sidecar mounts"),
-    identity_id: z.string().max(36).optional().describe('The registry id of that workload identity'),
-  }),
-  Tool: baseStatus,
-  MCPServer: baseStatus.extend({ trust_state: z.enum(MCP_TRUST_STATE).optional() }),
-  Policy: baseStatus.extend({
-    latest_version: z.number().int().min(0).optional(),
-    published_version: z.number().int().min(0).nullable().optional(),
-    publish_state: z.string().max(200).optional(),
-  }),
-};
 
 // ---------------------------------------------------------------------------------------------------------
 // Descriptions (kubectl explain) of the fields whose zod schema has none, by kind and camelCase path
@@ -346,54 +260,6 @@ const VALIDATIONS: Record<Kind, Record<string, Validation[]>> = {
   },
 };
 
-type Kind = 'Agent' | 'Tool' | 'MCPServer' | 'Policy';
-
-interface KindInfo {
-  plural: string;
-  shortName: string;
-  spec: z.ZodType;
-  columns: { name: string; type: string; jsonPath: string; description: string; priority?: number }[];
-}
-
-const KINDS: Record<Kind, KindInfo> = {
-  Agent: {
-    plural: 'agents',
-    shortName: 'tgagent',
-    spec: agentSpec,
-    columns: [
-      { name: 'Environment', type: 'string', jsonPath: '.spec.environment', description: 'The environment the agent runs in' },
-      { name: 'Criticality', type: 'string', jsonPath: '.spec.criticality', description: 'How critical the agent is' },
-    ],
-  },
-  Tool: {
-    plural: 'tools',
-    shortName: 'tgtool',
-    spec: toolSpec,
-    columns: [
-      { name: 'Tool Key', type: 'string', jsonPath: '.spec.toolKey', description: 'The tool key agents call it by' },
-      { name: 'Privilege', type: 'string', jsonPath: '.spec.privilegeClass', description: 'The privilege class of a call' },
-    ],
-  },
-  MCPServer: {
-    plural: 'mcpservers',
-    shortName: 'tgmcp',
-    spec: mcpServerSpec,
-    columns: [
-      { name: 'Endpoint', type: 'string', jsonPath: '.spec.endpoint', description: 'The URL of the server' },
-      { name: 'Trust', type: 'string', jsonPath: '.status.trustState', description: 'The trust state set in Tollgate' },
-    ],
-  },
-  Policy: {
-    plural: 'policies',
-    shortName: 'tgpolicy',
-    spec: policySpec,
-    columns: [
-      { name: 'Published', type: 'integer', jsonPath: '.status.publishedVersion', description: 'The version in force' },
-      { name: 'Latest', type: 'integer', jsonPath: '.status.latestVersion', description: 'The newest version' },
-    ],
-  },
-};
-
 // ---------------------------------------------------------------------------------------------------------
 // zod JSON Schema -> structural schema.
 
@@ -503,7 +369,7 @@ function objectSchema(kind: Kind): Json {
   const info = KINDS[kind];
   const ctx: Ctx = { kind, descriptions: { ...CONDITION_DESCRIPTIONS, ...DESCRIPTIONS[kind] }, used: new Set() };
   const spec = structural(jsonSchema(info.spec), 'spec', ctx);
-  const status = structural(jsonSchema(statuses[kind]), 'status', ctx);
+  const status = structural(jsonSchema(info.status), 'status', ctx);
   const conditions = (status.properties as Json).conditions as Json;
   conditions['x-kubernetes-list-type'] = 'map';
   conditions['x-kubernetes-list-map-keys'] = ['type'];
@@ -547,7 +413,7 @@ export interface CrdDocument {
 
 /** The four CRDs, as objects (what crds/<plural>.tollgate.dev.yaml hold). */
 export function crdDocuments(): CrdDocument[] {
-  return (Object.keys(KINDS) as Kind[]).map((kind) => {
+  return KIND_NAMES.map((kind) => {
     const info = KINDS[kind];
     return {
       apiVersion: 'apiextensions.k8s.io/v1',

@@ -1,12 +1,9 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { inScope } from '../db/database.js';
-import { recordAudit } from '../modules/audit/audit.repository.js';
-import { findSessionPrincipal } from '../modules/auth/sessions.repository.js';
-import { findPerson } from '../modules/users/users.repository.js';
-import { ALL_PERMISSIONS, permissionsOf, type Permission } from '../modules/roles/catalogue.js';
-import type { ActorPrincipal, AgentPrincipal, OnboardingPrincipal, PersonPrincipal, ServicePrincipal } from './context.js';
+import type { ActorPrincipal, AgentPrincipal, OnboardingPrincipal, PersonPrincipal } from './context.js';
 import { ApiError, forbidden } from './errors.js';
+import { ALL_PERMISSIONS, type Permission } from './permissions.js';
+import { operationOf } from './route.js';
 
 export const SESSION_COOKIE = 'tollgate_session';
 export const CSRF_COOKIE = 'tollgate_csrf';
@@ -24,20 +21,7 @@ function equalSecret(a: string, b: string): boolean {
 /** The person behind the session cookie, with the roles of the session's organisation. */
 async function personFromSession(app: FastifyInstance, req: FastifyRequest): Promise<PersonPrincipal | null> {
   const token = req.cookies[SESSION_COOKIE];
-  if (!token) return null;
-  const s = await findSessionPrincipal(app.deps.db, token, app.deps.clock.now());
-  if (!s || s.status !== 'active') return null;
-  return {
-    kind: 'person',
-    sessionId: s.sessionId,
-    userId: s.user_id,
-    email: s.email,
-    displayName: s.display_name,
-    orgId: s.org_id,
-    roles: s.roles,
-    permissions: permissionsOf(s.roles),
-    csrfToken: s.csrf_token,
-  };
+  return token ? app.deps.principals.person(token) : null;
 }
 
 /** The token of `Authorization: Bearer <token>`, if the request sends one. */
@@ -47,45 +31,11 @@ function bearerOf(req: FastifyRequest): string | null {
   return m ? m[1]! : null;
 }
 
-/**
- * The agent behind `Authorization: Bearer <token>`: signature, audience and expiry checked by the
- * token service, revocation by the cached revocation state. Agent tokens work on gateway
- * operations only; a service token here fails on its audience.
- */
+/** The agent behind `Authorization: Bearer <token>`. Agent tokens work on gateway operations only. */
 async function agentFromBearer(app: FastifyInstance, req: FastifyRequest): Promise<AgentPrincipal> {
   const bearer = bearerOf(req);
   if (!bearer) throw new ApiError('unauthenticated', 'Send the agent token as Authorization: Bearer <token>.');
-  const token = await app.deps.tokens.verify(bearer);
-  await app.deps.revocations.check(token);
-  return {
-    kind: 'agent',
-    orgId: token.org,
-    agentId: token.agt,
-    identityId: token.idn,
-    agentUri: token.uri,
-    tokenId: token.jti,
-    userId: null,
-  };
-}
-
-/**
- * The service account behind a service token: signature, audience (`tollgate-api`: an agent token
- * fails here with invalid_audience) and expiry, then the account's current status and roles. A
- * revoked account answers 401 at once, whatever its tokens' expiry.
- */
-async function serviceFromBearer(app: FastifyInstance, token: string): Promise<ServicePrincipal> {
-  const claims = await app.deps.tokens.verifyService(token);
-  const account = await app.deps.serviceAccounts.current(claims.org, claims.sac);
-  if (!account || account.status !== 'active') throw new ApiError('identity_revoked', 'The service account was revoked.');
-  return {
-    kind: 'service',
-    orgId: claims.org,
-    userId: claims.sac,
-    serviceAccountId: claims.sac,
-    name: account.name,
-    roles: account.roles,
-    permissions: permissionsOf(account.roles),
-  };
+  return app.deps.principals.agent(bearer);
 }
 
 /** What the onboarding cookie carries: who, until when, and its CSRF token; no personal data. */
@@ -109,13 +59,13 @@ async function onboardingFromCookie(app: FastifyInstance, req: FastifyRequest): 
   }
   if (typeof p.uid !== 'string' || typeof p.exp !== 'number' || typeof p.csrf !== 'string') return null;
   if (p.exp <= app.deps.clock.now().getTime()) return null;
-  const person = await findPerson(app.deps.db, p.uid);
+  const person = await app.deps.principals.personById(p.uid);
   if (!person) return null;
   return {
     kind: 'onboarding',
     userId: person.id,
     email: person.email,
-    displayName: person.display_name,
+    displayName: person.displayName,
     expiresAt: new Date(p.exp),
     csrfToken: p.csrf,
   };
@@ -182,7 +132,7 @@ export function registerAuthentication(app: FastifyInstance): void {
     // A service token counts only without a session cookie: a browser's session always wins.
     const bearer = caller === 'onboarding' || req.cookies[SESSION_COOKIE] ? null : bearerOf(req);
     if (bearer) {
-      req.principal = await serviceFromBearer(app, bearer);
+      req.principal = await app.deps.principals.service(bearer);
     } else {
       const person = await personFromSession(app, req);
       req.principal = person ?? (caller === 'onboarding' ? await onboardingFromCookie(app, req) : null);
@@ -205,23 +155,7 @@ export function registerAuthentication(app: FastifyInstance): void {
     if (PERMISSION_SET.has(caller) && (principal.kind === 'person' || principal.kind === 'service')) {
       const permission = caller as Permission;
       if (!principal.permissions.has(permission)) {
-        await inScope(app.deps.db, { orgId: principal.orgId }, (tx) =>
-          recordAudit(
-            tx,
-            principal.orgId,
-            {
-              actorType: principal.kind === 'service' ? 'service_account' : 'person',
-              actorId: principal.userId,
-              action: 'permission.denied',
-              targetType: 'operation',
-              targetId: `${req.method} ${req.routeOptions.url}`,
-              outcome: 'denied',
-              correlationId: req.id,
-              details: { required_permission: permission },
-            },
-            app.deps.clock.now(),
-          ),
-        );
+        await app.deps.principals.permissionDenied(principal, operationOf(req), permission, req.id);
         throw forbidden(permission);
       }
     }

@@ -1,12 +1,7 @@
-import type { Permission } from '../modules/roles/catalogue.js';
+import type { Permission } from './permissions.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import type { RevocationCache } from '../modules/identities/revocation.js';
-import type { TokenService } from '../modules/identities/tokens.js';
-import type { ServiceAccountStates } from '../modules/service-accounts/service-accounts.state.js';
-import type { EvidenceSigner } from '../modules/evidence/signer.js';
-import type { HitCounter } from './rate-limit.js';
-import type { DecisionSnapshots } from '../modules/gateway/snapshot.js';
+import type { Clock } from '../../lib/clock.js';
 
 /** Who may call an operation: a permission, or one of the spec's caller kinds. */
 export type Caller = Permission | 'signed in' | 'onboarding' | 'public' | 'agent' | 'client';
@@ -73,19 +68,44 @@ export type Principal = PersonPrincipal | OnboardingPrincipal | AgentPrincipal |
 /** Who acts within an organisation on an operation guarded by a permission: a person or a service account. */
 export type ActorPrincipal = PersonPrincipal | ServicePrincipal;
 
-/** The clock is injected so that expiry is tested without sleeping. */
-export interface Clock {
-  now(): Date;
+/**
+ * The request as a service sees it: its correlation ID, who asks, and the app's services (for the clock,
+ * the evidence signer). A FastifyRequest is one; services take this narrow view instead, so they do not
+ * reach into HTTP (headers, routes, replies) and a job or a test can call them with a plain object.
+ */
+export interface RequestContext {
+  readonly id: string;
+  readonly principal: Principal | null;
+  readonly server: { readonly deps: Deps };
 }
-export const systemClock: Clock = { now: () => new Date() };
 
-/** What the app is built from (fastify's buildApp(deps) habit). */
-export interface AppDeps {
+/**
+ * How the platform learns who is calling. The platform knows the shapes of principals but no module:
+ * the modules that own sessions, people, workload identities, service accounts and the audit log
+ * provide these (api/principals.ts wires them in).
+ */
+export interface PrincipalSources {
+  /** The person and roles of an active session, or null for an unknown, expired or disabled one. */
+  person(sessionToken: string): Promise<PersonPrincipal | null>;
+  /** A person by id (the onboarding cookie names one), or null. */
+  personById(userId: string): Promise<{ id: string; email: string; displayName: string } | null>;
+  /** The agent of a workload token; throws the spec's 401 errors for a bad, expired or revoked one. */
+  agent(bearer: string): Promise<AgentPrincipal>;
+  /** The service account of a service token, with its current status and roles; throws 401 errors. */
+  service(bearer: string): Promise<ServicePrincipal>;
+  /** Records in the organisation's audit log that `principal` was refused `permission` on `operation`. */
+  permissionDenied(principal: ActorPrincipal, operation: string, permission: Permission, correlationId: string): Promise<void>;
+}
+
+/**
+ * What every part of the app reaches through `app.deps`. The platform declares what it needs itself;
+ * api/app.ts adds the modules' services to this interface (declaration merging) and builds the value.
+ */
+export interface Deps {
   config: Config;
   db: Db;
-  clock?: Clock;
-  /** Where logs go; defaults to stdout. Tests pass a stream to read them back. */
-  logStream?: NodeJS.WritableStream;
+  clock: Clock;
+  principals: PrincipalSources;
 }
 
 declare module 'fastify' {
@@ -99,15 +119,6 @@ declare module 'fastify' {
     principal: Principal | null;
   }
   interface FastifyInstance {
-    deps: Required<Omit<AppDeps, 'logStream'>> & {
-      tokens: TokenService;
-      revocations: RevocationCache;
-      /** Service accounts' status and roles as authentication reads them. */
-      serviceAccounts: ServiceAccountStates;
-      evidence: EvidenceSigner;
-      hits: HitCounter;
-      /** Each organisation's registry as decisions read it, in memory (gateway and simulation share it). */
-      snapshots: DecisionSnapshots;
-    };
+    deps: Deps;
   }
 }

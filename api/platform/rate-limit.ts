@@ -1,11 +1,47 @@
 import type { FastifyRequest } from 'fastify';
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import type { Clock, RateGroup } from './context.js';
+import type { Clock } from '../../lib/clock.js';
+import type { RateGroup } from './context.js';
 import { ApiError } from './errors.js';
 
 type Incr = (err: Error | null, res: { current: number; ttl: number }) => void;
+
+/** The window of the per-minute limits. */
+export const RATE_WINDOW_MS = 60_000;
+
+/** The start of the fixed window, aligned on the clock, that `now` (ms) falls in. */
+export const windowStartOf = (now: number, timeWindow: number) => Math.floor(now / timeWindow) * timeWindow;
+
+/** Hits of one key in one window, counted together. */
+export interface Bucket {
+  key: string;
+  windowStart: number;
+  count: number;
+}
+
+/**
+ * The statement that counts hits: one row per key, in sorted key order (so two transactions never lock
+ * the same rows in opposite orders); a row whose window has passed starts again. Returns each key's
+ * count in its window. The hit counter runs it alone; the gateway runs it inside its batch's first
+ * statement (as a CTE), so submissions are counted in the same round trip.
+ */
+export function countHits(buckets: Bucket[]): RawBuilder<{ key: string; count: number }> {
+  const sorted = [...buckets].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return sql<{ key: string; count: number }>`
+      insert into rate_limit_buckets as b (key, window_start, count)
+        select * from unnest(${sorted.map((b) => b.key)}::text[], ${sorted.map((b) => b.windowStart)}::bigint[], ${sorted.map((b) => b.count)}::int[])
+      on conflict (key) do update set
+        count = case when b.window_start = excluded.window_start then b.count + excluded.count else excluded.count end,
+        window_start = excluded.window_start
+      returning key, count`;
+}
+
+/** The count each of a key's `n` hits reached, in arrival order: they took the last n counts up to its total. */
+export function arrivalCounts(total: number, n: number): number[] {
+  return Array.from({ length: n }, (_, i) => total - n + 1 + i);
+}
 
 interface Hit {
   key: string;
@@ -32,7 +68,7 @@ export class HitCounter {
   /** Counts one hit of `key`; says how many hits its window holds and how long the window has left. */
   async hit(key: string, timeWindow: number): Promise<{ current: number; ttl: number }> {
     const now = this.clock.now().getTime();
-    const windowStart = Math.floor(now / timeWindow) * timeWindow;
+    const windowStart = windowStartOf(now, timeWindow);
     const current = await new Promise<number>((resolve, reject) => {
       this.pending.push({ key, windowStart, resolve, reject });
       if (!this.flushing) void this.flush();
@@ -64,21 +100,13 @@ export class HitCounter {
       if (list) list.push(h);
       else byKey.set(h.key, [h]);
     }
-    const keys = [...byKey.keys()].sort();
     // A key's hits of one flush share its window: the latest, unless a hit saw the previous one.
-    const windows = keys.map((k) => Math.max(...byKey.get(k)!.map((h) => h.windowStart)));
-    const { rows } = await sql<{ key: string; count: number }>`
-      insert into rate_limit_buckets as b (key, window_start, count)
-        select * from unnest(${keys}::text[], ${windows}::bigint[], ${keys.map((k) => byKey.get(k)!.length)}::int[])
-      on conflict (key) do update set
-        count = case when b.window_start = excluded.window_start then b.count + excluded.count else excluded.count end,
-        window_start = excluded.window_start
-      returning key, count`.execute(this.db);
+    const buckets = [...byKey].map(([key, list]) => ({ key, windowStart: Math.max(...list.map((h) => h.windowStart)), count: list.length }));
+    const { rows } = await countHits(buckets).execute(this.db);
     const totals = new Map(rows.map((r) => [r.key, r.count]));
     for (const [key, list] of byKey) {
-      // The key's hits took the last list.length counts up to its total, in arrival order.
-      const total = totals.get(key) ?? list.length;
-      list.forEach((h, i) => h.resolve(total - list.length + 1 + i));
+      const counts = arrivalCounts(totals.get(key) ?? list.length, list.length);
+      list.forEach((h, i) => h.resolve(counts[i]!));
     }
   }
 }
@@ -96,7 +124,7 @@ export function rateLimited(max: number, ttlMs: number): ApiError {
 
 /** Refuses with 429 rate_limited (and Retry-After) once `key` has had more than `max` hits this minute. */
 export async function enforceLimit(counter: HitCounter, key: string, max: number): Promise<void> {
-  const { current, ttl } = await counter.hit(key, 60_000);
+  const { current, ttl } = await counter.hit(key, RATE_WINDOW_MS);
   if (current > max) throw rateLimited(max, ttl);
 }
 

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Caller, RateGroup } from './context.js';
 import { errorEnvelope } from './schemas.js';
 
@@ -40,4 +40,9 @@ export function registerCallerExtension(app: FastifyInstance): void {
       response: { ...((schema.response as object | undefined) ?? {}), '4XX': errorEnvelope, '5XX': errorEnvelope },
     } as typeof route.schema;
   });
+}
+
+/** The operation a request calls, as audit entries name it: method and route, e.g. `POST /api/v1/agents`. */
+export function operationOf(req: FastifyRequest): string {
+  return `${req.method} ${req.routeOptions.url}`;
 }

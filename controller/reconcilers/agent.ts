@@ -1,16 +1,18 @@
-import { RegistryError } from '../registry.js';
+import type { AgentSpec, KindObject } from '../kinds.js';
 import {
   AGENT_PATCHABLE,
   agentBody,
   differing,
   IDENTITY_ANNOTATION,
+  identitySecretLabels,
   identitySecretName,
   sameJson,
   snakeKeys,
-  type AgentSpec,
-  type TollgateObject,
 } from '../resources.js';
-import { Waiting, type KindReconciler, type ReconcileContext } from './types.js';
+import { TollgateApiError } from '../tollgate-api.js';
+import { waiting, type KindReconciler, type ReconcileContext } from './types.js';
+
+type AgentObject = KindObject<'Agent'>;
 
 interface AgentRecord extends Record<string, unknown> {
   id: string;
@@ -38,17 +40,17 @@ interface Delegation {
 }
 
 /** The registry record of an Agent: by the id its status holds, else by slug (adoption after a restart). */
-export async function findAgent(ctx: ReconcileContext, obj: TollgateObject): Promise<AgentRecord | undefined> {
+export async function findAgent(ctx: ReconcileContext, obj: AgentObject): Promise<AgentRecord | undefined> {
   const id = obj.status?.registryId;
   if (id) {
     try {
-      return await ctx.registry.get<AgentRecord>(`/agents/${id}`);
+      return await ctx.api.get<AgentRecord>(`/agents/${id}`);
     } catch (err) {
-      if (!(err instanceof RegistryError && err.status === 404)) throw err;
+      if (!(err instanceof TollgateApiError && err.status === 404)) throw err;
     }
   }
   const slug = obj.metadata!.name!;
-  const found = await ctx.registry.list<AgentRecord>(`/agents?q=${encodeURIComponent(slug)}`);
+  const found = await ctx.api.list<AgentRecord>(`/agents?q=${encodeURIComponent(slug)}`);
   return found.find((a) => a.slug === slug);
 }
 
@@ -61,11 +63,10 @@ const sameTime = (a: string | null | undefined, b: string | null | undefined) =>
  * the whole truth about a managed agent's grants. Containment (suspension, gateway access) is the
  * security team's, never undone here. Deleting the resource revokes the agent; its evidence stays.
  */
-export function agentReconciler(ctx: ReconcileContext): KindReconciler {
-  const { registry } = ctx;
+export function agentReconciler(ctx: ReconcileContext): KindReconciler<AgentObject> {
+  const { api } = ctx;
   return {
-    async apply(raw) {
-      const obj = raw as TollgateObject<AgentSpec>;
+    async apply(obj) {
       const declared = agentBody(obj);
       const slug = declared.slug as string;
       // An object the controller never registered is created straight away (a 409 means it exists: adopt it);
@@ -74,11 +75,11 @@ export function agentReconciler(ctx: ReconcileContext): KindReconciler {
       let created = false;
       if (!record) {
         try {
-          record = await registry.post<AgentRecord>('/agents', declared);
+          record = await api.post<AgentRecord>('/agents', declared);
           created = true;
         } catch (err) {
           // Created meanwhile (another replica, a person): adopt it.
-          if (!(err instanceof RegistryError && err.status === 409)) throw err;
+          if (!(err instanceof TollgateApiError && err.status === 409)) throw err;
           record = await findAgent(ctx, obj);
           if (!record) throw err;
         }
@@ -98,18 +99,26 @@ export function agentReconciler(ctx: ReconcileContext): KindReconciler {
         const fields = AGENT_PATCHABLE.filter((f) => declared[f] !== undefined);
         const changed = differing(declared, record, fields);
         if (changed.length) {
-          await registry.patch(`/agents/${record.id}`, Object.fromEntries(changed.map((f) => [f, declared[f]])));
+          await api.patch(`/agents/${record.id}`, Object.fromEntries(changed.map((f) => [f, declared[f]])));
           putBack.push(...changed);
         }
         const owners = declared.owners as { email: string; owner_type: string; name: string }[];
         const missing = owners.filter(
           (o) => !record!.owners.some((r) => r.email.toLowerCase() === o.email.toLowerCase() && r.owner_type === o.owner_type),
         );
-        for (const owner of missing) await registry.post(`/agents/${record.id}/owners`, owner);
+        for (const owner of missing) await api.post(`/agents/${record.id}/owners`, owner);
         if (missing.length) putBack.push('owners');
       }
 
-      putBack.push(...(await syncBindings(ctx, record.id, obj.spec.tools ?? [], created)));
+      const bindings = await syncBindings(ctx, obj, record.id, created);
+      if ('missing' in bindings) {
+        return waiting(
+          'ToolNotFound',
+          `tool "${bindings.missing}" is not in Tollgate (yet): declare a Tool with toolKey ${bindings.missing}`,
+          record.id,
+        );
+      }
+      putBack.push(...bindings.putBack);
       putBack.push(...(await syncDelegations(ctx, record.id, obj.spec.delegations ?? [], created)));
       const secret = await syncIdentitySecret(ctx, obj, record.id, created);
 
@@ -124,18 +133,18 @@ export function agentReconciler(ctx: ReconcileContext): KindReconciler {
       };
     },
 
-    async finalize(raw) {
-      const { namespace, name } = raw.metadata as { namespace: string; name: string };
-      const record = await findAgent(ctx, raw);
+    async finalize(obj) {
+      const { namespace, name } = obj.metadata as { namespace: string; name: string };
+      const record = await findAgent(ctx, obj);
       // Revoking the agent revokes its identities; the Secret holding one goes with the resource.
       if (!record || record.status === 'revoked') return ctx.secrets.delete(namespace, identitySecretName(name));
       try {
-        await registry.post(`/agents/${record.id}/revoke`, {
+        await api.post(`/agents/${record.id}/revoke`, {
           reason: `Agent ${namespace}/${name} deleted in Kubernetes`,
           confirm: true,
         });
       } catch (err) {
-        if (!(err instanceof RegistryError && (err.status === 404 || err.status === 409))) throw err;
+        if (!(err instanceof TollgateApiError && (err.status === 404 || err.status === 409))) throw err;
       }
       await ctx.secrets.delete(namespace, identitySecretName(name));
     },
@@ -151,7 +160,7 @@ export function agentReconciler(ctx: ReconcileContext): KindReconciler {
  */
 async function syncIdentitySecret(
   ctx: ReconcileContext,
-  obj: TollgateObject,
+  obj: AgentObject,
   agentId: string,
   created: boolean,
 ): Promise<{ identitySecret: string; identityId: string }> {
@@ -159,16 +168,16 @@ async function syncIdentitySecret(
   const secretName = identitySecretName(name);
   const secret = created ? undefined : await ctx.secrets.get(namespace, secretName);
   const held = secret?.metadata?.annotations?.[IDENTITY_ANNOTATION];
-  const identities = created ? [] : await ctx.registry.list<{ id: string; status: string }>(`/identities?agent_id=${agentId}`);
+  const identities = created ? [] : await ctx.api.list<{ id: string; status: string }>(`/identities?agent_id=${agentId}`);
   if (held && identities.some((i) => i.id === held && i.status === 'active')) return { identitySecret: secretName, identityId: held };
-  const previous = obj.status?.identityId as string | undefined;
+  const previous = obj.status?.identityId;
   if (previous && previous !== held && identities.some((i) => i.id === previous && i.status === 'active')) {
-    await ctx.registry.post(`/identities/${previous}/revoke`, {
+    await ctx.api.post(`/identities/${previous}/revoke`, {
       reason: `its Kubernetes Secret ${namespace}/${secretName} is gone; a new identity replaces it`,
       confirm: true,
     });
   }
-  const issued = await ctx.registry.post<{ id: string; client_id: string; client_secret: string }>(`/agents/${agentId}/identities`, {});
+  const issued = await ctx.api.post<{ id: string; client_id: string; client_secret: string }>(`/agents/${agentId}/identities`, {});
   await ctx.secrets.put({
     apiVersion: 'v1',
     kind: 'Secret',
@@ -176,7 +185,7 @@ async function syncIdentitySecret(
     metadata: {
       name: secretName,
       namespace,
-      labels: { 'app.kubernetes.io/managed-by': 'tollgate-controller', 'tollgate.dev/agent': name },
+      labels: identitySecretLabels(name),
       annotations: { [IDENTITY_ANNOTATION]: issued.id },
       ownerReferences: [{ apiVersion: obj.apiVersion!, kind: obj.kind!, name, uid, controller: true, blockOwnerDeletion: false }],
     },
@@ -185,27 +194,49 @@ async function syncIdentitySecret(
   return { identitySecret: secretName, identityId: issued.id };
 }
 
-/** Makes the agent's tool bindings those declared; answers ['tools'] when it changed any of an existing agent. */
+/**
+ * The registry id of each tool key, from the Tool informer's cache: a Tool of the namespace with that
+ * spec.toolKey records it in status.registryId, so a reconcile costs no list of every tool. Keys the cache
+ * cannot answer are looked up through the API (GET /tools, once for them all): a tool registered through
+ * the REST API or by a Tool of another namespace of the organisation, or a Tool whose status is not
+ * written yet, is in the registry all the same.
+ */
+async function toolIds(ctx: ReconcileContext, namespace: string, keys: string[]): Promise<Map<string, string>> {
+  const ids = new Map<string, string>();
+  for (const tool of ctx.informers.Tool.list()) {
+    const id = tool.status?.registryId;
+    if (id && tool.metadata?.namespace === namespace && keys.includes(tool.spec.toolKey)) ids.set(tool.spec.toolKey, id);
+  }
+  if (keys.every((k) => ids.has(k))) return ids;
+  for (const tool of await ctx.api.list<{ id: string; tool_key: string }>('/tools')) {
+    if (keys.includes(tool.tool_key) && !ids.has(tool.tool_key)) ids.set(tool.tool_key, tool.id);
+  }
+  return ids;
+}
+
+/**
+ * Makes the agent's tool bindings those declared; answers the fields put back (['tools'] when it changed
+ * any of an existing agent), or the first tool key Tollgate does not know.
+ */
 async function syncBindings(
   ctx: ReconcileContext,
+  obj: AgentObject,
   agentId: string,
-  declared: NonNullable<AgentSpec['tools']>,
   created: boolean,
-): Promise<string[]> {
-  const { registry } = ctx;
-  const existing = created ? [] : await registry.list<Binding>(`/agents/${agentId}/permissions`);
-  if (declared.length === 0 && existing.length === 0) return [];
-  const tools = declared.length ? await registry.list<{ id: string; tool_key: string }>('/tools') : [];
-  const wanted = declared.map((t) => {
-    const tool = tools.find((x) => x.tool_key === t.tool);
-    if (!tool) throw new Waiting('ToolNotFound', `tool "${t.tool}" is not in Tollgate (yet): declare a Tool with toolKey ${t.tool}`);
-    return {
-      target_kind: 'tool',
-      target_id: tool.id,
-      actions: [...new Set(t.actions)].sort(),
-      constraints: snakeKeys(t.constraints ?? {}) as Record<string, unknown>,
-    };
-  });
+): Promise<{ putBack: string[] } | { missing: string }> {
+  const { api } = ctx;
+  const declared = obj.spec.tools ?? [];
+  const existing = created ? [] : await api.list<Binding>(`/agents/${agentId}/permissions`);
+  if (declared.length === 0 && existing.length === 0) return { putBack: [] };
+  const ids = declared.length ? await toolIds(ctx, obj.metadata!.namespace!, declared.map((t) => t.tool)) : new Map<string, string>();
+  const missing = declared.find((t) => !ids.has(t.tool));
+  if (missing) return { missing: missing.tool };
+  const wanted = declared.map((t) => ({
+    target_kind: 'tool',
+    target_id: ids.get(t.tool)!,
+    actions: [...new Set(t.actions)].sort(),
+    constraints: snakeKeys(t.constraints ?? {}) as Record<string, unknown>,
+  }));
   const keep = new Set<string>();
   const toCreate = wanted.filter((w) => {
     const match = existing.find(
@@ -225,13 +256,13 @@ async function syncBindings(
   const toDelete = existing.filter((b) => !keep.has(b.id));
   for (const b of toDelete) {
     try {
-      await registry.delete(`/agents/${agentId}/permissions/${b.id}`);
+      await api.delete(`/agents/${agentId}/permissions/${b.id}`);
     } catch (err) {
-      if (!(err instanceof RegistryError && err.status === 404)) throw err;
+      if (!(err instanceof TollgateApiError && err.status === 404)) throw err;
     }
   }
-  for (const w of toCreate) await registry.post(`/agents/${agentId}/permissions`, w);
-  return !created && (toCreate.length || toDelete.length) ? ['tools'] : [];
+  for (const w of toCreate) await api.post(`/agents/${agentId}/permissions`, w);
+  return { putBack: !created && (toCreate.length || toDelete.length) ? ['tools'] : [] };
 }
 
 /** Makes the agent's delegations those declared; answers ['delegations'] when it changed any of an existing agent. */
@@ -241,8 +272,8 @@ async function syncDelegations(
   declared: NonNullable<AgentSpec['delegations']>,
   created: boolean,
 ): Promise<string[]> {
-  const { registry } = ctx;
-  const existing = created ? [] : await registry.list<Delegation>(`/agents/${agentId}/delegations`);
+  const { api } = ctx;
+  const existing = created ? [] : await api.list<Delegation>(`/agents/${agentId}/delegations`);
   if (declared.length === 0 && existing.length === 0) return [];
   const wanted = declared.map((d) => ({
     principal_ref: d.principalRef,
@@ -268,11 +299,11 @@ async function syncDelegations(
   const toDelete = existing.filter((d) => !keep.has(d.id));
   for (const d of toDelete) {
     try {
-      await registry.delete(`/agents/${agentId}/delegations/${d.id}?reason=${encodeURIComponent('not declared in its Agent resource')}`);
+      await api.delete(`/agents/${agentId}/delegations/${d.id}?reason=${encodeURIComponent('not declared in its Agent resource')}`);
     } catch (err) {
-      if (!(err instanceof RegistryError && err.status === 404)) throw err;
+      if (!(err instanceof TollgateApiError && err.status === 404)) throw err;
     }
   }
-  for (const w of toCreate) await registry.post(`/agents/${agentId}/delegations`, w);
+  for (const w of toCreate) await api.post(`/agents/${agentId}/delegations`, w);
   return !created && (toCreate.length || toDelete.length) ? ['delegations'] : [];
 }

@@ -1,16 +1,7 @@
-import { RegistryError } from '../registry.js';
-import {
-  differing,
-  MCP_FIXED,
-  mcpServerBody,
-  TOOL_FIXED,
-  TOOL_PATCHABLE,
-  toolBody,
-  type MCPServerSpec,
-  type TollgateObject,
-  type ToolSpec,
-} from '../resources.js';
-import { Waiting, type KindReconciler, type Outcome, type ReconcileContext } from './types.js';
+import type { KindObject } from '../kinds.js';
+import { differing, MCP_FIXED, mcpServerBody, TOOL_FIXED, TOOL_PATCHABLE, toolBody } from '../resources.js';
+import { TollgateApiError } from '../tollgate-api.js';
+import { waiting, type KindReconciler, type Outcome, type ReconcileContext } from './types.js';
 
 interface ToolRecord extends Record<string, unknown> {
   id: string;
@@ -24,7 +15,7 @@ interface McpRecord extends Record<string, unknown> {
 }
 
 async function byId<T>(ctx: ReconcileContext, list: string, id: string | undefined, match: (r: T) => boolean): Promise<T | undefined> {
-  const all = await ctx.registry.list<T & { id: string }>(list);
+  const all = await ctx.api.list<T & { id: string }>(list);
   return (id ? all.find((r) => r.id === id) : undefined) ?? all.find(match);
 }
 
@@ -44,32 +35,29 @@ function mismatch(registryId: string, fields: string[], what: string): Outcome {
  * are fixed once registered (the CRD refuses changes). A blocked tool stays blocked. Deleting the
  * resource blocks the tool for every agent (Tollgate keeps tools, as their history refers to them).
  */
-export function toolReconciler(ctx: ReconcileContext): KindReconciler {
-  const { registry } = ctx;
-  const find = (obj: TollgateObject<ToolSpec>) =>
+export function toolReconciler(ctx: ReconcileContext): KindReconciler<KindObject<'Tool'>> {
+  const { api } = ctx;
+  const find = (obj: KindObject<'Tool'>) =>
     byId<ToolRecord>(ctx, '/tools', obj.status?.registryId, (t) => t.tool_key === obj.spec.toolKey);
 
   return {
-    async apply(raw) {
-      const obj = raw as TollgateObject<ToolSpec>;
+    async apply(obj) {
       let mcpServerId: string | null = null;
       const ref = obj.spec.mcpServerRef?.name;
       if (ref) {
         const server = ctx.informers.MCPServer.get(`${obj.metadata!.namespace}/${ref}`);
-        mcpServerId = (server?.status?.registryId as string | undefined) ?? null;
-        if (!mcpServerId) {
-          throw new Waiting('MCPServerNotReady', `waiting for MCPServer ${ref} of this namespace to be registered`);
-        }
+        mcpServerId = server?.status?.registryId ?? null;
+        if (!mcpServerId) return waiting('MCPServerNotReady', `waiting for MCPServer ${ref} of this namespace to be registered`);
       }
       const declared = toolBody(obj, mcpServerId);
       let record = await find(obj);
       let created = false;
       if (!record) {
         try {
-          record = await registry.post<ToolRecord>('/tools', declared);
+          record = await api.post<ToolRecord>('/tools', declared);
           created = true;
         } catch (err) {
-          if (!(err instanceof RegistryError && err.status === 409)) throw err;
+          if (!(err instanceof TollgateApiError && err.status === 409)) throw err;
           record = await find(obj);
           if (!record) throw err;
         }
@@ -80,7 +68,7 @@ export function toolReconciler(ctx: ReconcileContext): KindReconciler {
         if (fixed.length) return mismatch(record.id, fixed, `tool ${obj.spec.toolKey}`);
         const changed = differing(declared, record, TOOL_PATCHABLE);
         if (changed.length) {
-          await registry.patch(`/tools/${record.id}`, Object.fromEntries(changed.map((f) => [f, declared[f]])));
+          await api.patch(`/tools/${record.id}`, Object.fromEntries(changed.map((f) => [f, declared[f]])));
           putBack.push(...changed);
         }
       }
@@ -93,12 +81,11 @@ export function toolReconciler(ctx: ReconcileContext): KindReconciler {
       };
     },
 
-    async finalize(raw) {
-      const obj = raw as TollgateObject<ToolSpec>;
+    async finalize(obj) {
       const record = await find(obj);
       if (!record || record.blocked) return;
       const { namespace, name } = obj.metadata as { namespace: string; name: string };
-      await registry.post(`/tools/${record.id}/block`, {
+      await api.post(`/tools/${record.id}/block`, {
         blocked: true,
         reason: `Tool ${namespace}/${name} deleted in Kubernetes`,
         confirm: true,
@@ -112,23 +99,22 @@ export function toolReconciler(ctx: ReconcileContext): KindReconciler {
  * transport, auth type or publisher, so the CRD makes the spec immutable. Its trust state is a
  * reviewer's decision in Tollgate, shown in the status. Deleting the resource quarantines the server.
  */
-export function mcpServerReconciler(ctx: ReconcileContext): KindReconciler {
-  const { registry } = ctx;
-  const find = (obj: TollgateObject) =>
+export function mcpServerReconciler(ctx: ReconcileContext): KindReconciler<KindObject<'MCPServer'>> {
+  const { api } = ctx;
+  const find = (obj: KindObject<'MCPServer'>) =>
     byId<McpRecord>(ctx, '/mcp-servers', obj.status?.registryId, (s) => s.name === obj.metadata!.name);
 
   return {
-    async apply(raw) {
-      const obj = raw as TollgateObject<MCPServerSpec>;
+    async apply(obj) {
       const declared = mcpServerBody(obj);
       let record = await find(obj);
       let created = false;
       if (!record) {
         try {
-          record = await registry.post<McpRecord>('/mcp-servers', declared);
+          record = await api.post<McpRecord>('/mcp-servers', declared);
           created = true;
         } catch (err) {
-          if (!(err instanceof RegistryError && err.status === 409)) throw err;
+          if (!(err instanceof TollgateApiError && err.status === 409)) throw err;
           record = await find(obj);
           if (!record) throw err;
         }
@@ -147,11 +133,11 @@ export function mcpServerReconciler(ctx: ReconcileContext): KindReconciler {
       };
     },
 
-    async finalize(raw) {
-      const record = await find(raw);
+    async finalize(obj) {
+      const record = await find(obj);
       if (!record || record.trust_state === 'quarantined') return;
-      const { namespace, name } = raw.metadata as { namespace: string; name: string };
-      await registry.patch(`/mcp-servers/${record.id}`, {
+      const { namespace, name } = obj.metadata as { namespace: string; name: string };
+      await api.patch(`/mcp-servers/${record.id}`, {
         trust_state: 'quarantined',
         reason: `MCPServer ${namespace}/${name} deleted in Kubernetes`,
       });

@@ -1,5 +1,6 @@
-import { RegistryError } from '../registry.js';
-import { differing, policyRules, sameJson, type PolicySpec, type TollgateObject } from '../resources.js';
+import type { KindObject } from '../kinds.js';
+import { differing, policyRules, sameJson } from '../resources.js';
+import { TollgateApiError } from '../tollgate-api.js';
 import type { KindReconciler, ReconcileContext } from './types.js';
 
 interface PolicyRecord extends Record<string, unknown> {
@@ -18,25 +19,24 @@ interface PolicyRecord extends Record<string, unknown> {
  * where publication stands. Deleting the resource leaves the policy in Tollgate: deactivating one is a
  * policy:publish decision, not a side effect of a delete.
  */
-export function policyReconciler(ctx: ReconcileContext): KindReconciler {
-  const { registry } = ctx;
+export function policyReconciler(ctx: ReconcileContext): KindReconciler<KindObject<'Policy'>> {
+  const { api } = ctx;
 
-  async function find(obj: TollgateObject): Promise<PolicyRecord | undefined> {
+  async function find(obj: KindObject<'Policy'>): Promise<PolicyRecord | undefined> {
     let id = obj.status?.registryId;
     if (id) {
       try {
-        return await registry.get<PolicyRecord>(`/policies/${id}`);
+        return await api.get<PolicyRecord>(`/policies/${id}`);
       } catch (err) {
-        if (!(err instanceof RegistryError && err.status === 404)) throw err;
+        if (!(err instanceof TollgateApiError && err.status === 404)) throw err;
       }
     }
-    id = (await registry.list<PolicyRecord>('/policies')).find((p) => p.key === obj.metadata!.name)?.id;
-    return id ? registry.get<PolicyRecord>(`/policies/${id}`) : undefined;
+    id = (await api.list<PolicyRecord>('/policies')).find((p) => p.key === obj.metadata!.name)?.id;
+    return id ? api.get<PolicyRecord>(`/policies/${id}`) : undefined;
   }
 
   return {
-    async apply(raw) {
-      const obj = raw as TollgateObject<PolicySpec>;
+    async apply(obj) {
       const { namespace, name, generation } = obj.metadata as { namespace: string; name: string; generation: number };
       const rules = policyRules(obj);
       const declared = {
@@ -50,9 +50,9 @@ export function policyReconciler(ctx: ReconcileContext): KindReconciler {
       const putBack: string[] = [];
       if (!record) {
         try {
-          record = await registry.post<PolicyRecord>('/policies', { ...declared, rules, change_note: note });
+          record = await api.post<PolicyRecord>('/policies', { ...declared, rules, change_note: note });
         } catch (err) {
-          if (!(err instanceof RegistryError && err.status === 409)) throw err;
+          if (!(err instanceof TollgateApiError && err.status === 409)) throw err;
           record = await find(obj);
           if (!record) throw err;
         }
@@ -69,7 +69,7 @@ export function policyReconciler(ctx: ReconcileContext): KindReconciler {
         }
         const latest = record.versions?.find((v) => v.number === record!.latest_version);
         if (!latest || !sameJson(latest.rules, rules)) {
-          record = await registry.post<PolicyRecord>(
+          record = await api.post<PolicyRecord>(
             `/policies/${record.id}/versions`,
             { rules, change_note: note },
             { 'if-match': `"${record.version}"` },

@@ -1,5 +1,5 @@
 import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
-import type { Status } from '../resources.js';
+import type { AgentStatus } from '../kinds.js';
 
 export const INJECT_LABEL = 'tollgate.dev/inject';
 export const AGENT_ANNOTATION = 'tollgate.dev/agent';
@@ -20,7 +20,7 @@ export interface InjectionSettings {
 
 /** What the webhook knows of the Agent a pod names (undefined: no such Agent). */
 export interface AgentView {
-  status?: Status & { identitySecret?: string };
+  status?: AgentStatus;
   metadata?: { deletionTimestamp?: unknown; generation?: number };
 }
 

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:https';
 import path from 'node:path';
 import { CustomObjectsApi, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { KINDS } from '../informers.js';
+import { KINDS } from '../kinds.js';
 import { statusOf } from '../kube.js';
 import { AGENT_ANNOTATION, injectSidecar, type AgentView, type InjectionSettings } from './inject.js';
 
@@ -114,7 +114,8 @@ async function admit(
   let agent: AgentView | undefined;
   if (name) {
     try {
-      agent = (await custom.getNamespacedCustomObject({ ...KINDS.Agent, namespace, name })) as AgentView;
+      const { group, version, plural } = KINDS.Agent;
+      agent = (await custom.getNamespacedCustomObject({ group, version, plural, namespace, name })) as AgentView;
     } catch (err) {
       if (statusOf(err) !== 404) throw err;
     }

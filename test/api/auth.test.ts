@@ -14,7 +14,7 @@ import {
 } from '../support/harness.js';
 
 /**
- * People's authentication (issue 2, item 6): development sign-in, sign-in methods, the onboarding
+ * People's authentication: development sign-in, sign-in methods, the onboarding
  * cookie, who am I, sign-out, switching organisation, CSRF and what ends a session.
  */
 

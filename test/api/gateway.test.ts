@@ -352,7 +352,7 @@ describe('gateway: actions, decisions and approvals', () => {
   });
 
   describe('published policies', () => {
-    /** Stores a policy as the policy operations will (authoring arrives with the policy issue). */
+    /** Stores a policy straight in the database, as published versions are stored, without the authoring operations. */
     async function policy(rulesByVersion: unknown[][], published: number | null, status = 'active') {
       const pg = (await import('pg')).default;
       const c = new pg.Client({ connectionString: t.ownerUrl });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, onboardAdmin, startTestApp, type TestApp } from '../support/harness.js';
 
 /**
- * Issue 2, item 10: pino JSON logs with secrets and personal data redacted. A secret or email address
+ * Logs: pino JSON logs with secrets and personal data redacted. A secret or email address
  * sent in a request (header, cookie, body, query) never appears in the log output, whatever the
  * outcome (success, validation failure, 401, 500), while every line of a request carries its
  * correlation ID.

@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, api, Client, expectValidation, onboardAdmin, startTestApp, TestClock, type TestApp } from '../support/harness.js';
 
 /**
- * The HTTP platform of issue 2, item 5, through the real app on PostgreSQL: the error envelope, the
+ * The HTTP platform, through the real app on PostgreSQL: the error envelope, the
  * body-size limit, X-Correlation-ID, rate limits shared by several API processes, health checks and
  * the 500 that says nothing internal.
  */

@@ -8,8 +8,8 @@ import { RUNTIME_ROLE, withDatabase } from '../support/pg-urls.js';
 import { addMember, api, onboardAdmin, startTestApp, type TestApp } from '../support/harness.js';
 
 /**
- * Row-level security on real PostgreSQL, read with a raw connection as the runtime role the API uses
- * (issue 2, item 4): no organisation set shows no rows; organisation A set shows A's rows and never
+ * Row-level security on real PostgreSQL, read with a raw connection as the runtime role the API uses:
+ * no organisation set shows no rows; organisation A set shows A's rows and never
  * B's; a row for B cannot be written while A is set; the runtime role owns nothing and cannot bypass
  * row-level security, and the API refuses to run as the schema owner.
  */

@@ -14,7 +14,7 @@ import {
 } from '../support/harness.js';
 
 /**
- * Organisations (issue 2, items 6-8): creating one (POST /tenants/onboard), reading and renaming
+ * Organisations: creating one (POST /tenants/onboard), reading and renaming
  * the current one (GET/PATCH /tenants/current), with the permission checks of item 7.
  */
 

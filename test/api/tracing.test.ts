@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { api, onboardAdmin, startTestApp } from '../support/harness.js';
 
 /**
- * Issue 2, item 10: OpenTelemetry traces over OTLP/HTTP when configured, health checks excluded.
+ * OpenTelemetry traces over OTLP/HTTP when configured, health checks excluded.
  * A stand-in collector on loopback records what the app exports.
  */
 

@@ -11,7 +11,7 @@ import {
 } from '../support/harness.js';
 
 /**
- * People of an organisation (issue 2, item 8; spec "Users, roles and settings"):
+ * People of an organisation (spec "Users, roles and settings"):
  * GET /users (user:read), POST /users (user:manage), PATCH /users/{user_id} (user:manage).
  */
 

@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { CustomObjectsApi, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, Watch, type KubeConfig, type KubernetesObject, type V1Secret } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { Informer, KINDS, type Watcher } from '../../controller/informers.js';
+import { Informer, type Watcher } from '../../controller/informers.js';
+import { KINDS } from '../../controller/kinds.js';
 import { loadKubeConfig } from '../../controller/kube.js';
 import { LeaderElector, leaseClient, type LeaseClient } from '../../controller/leader.js';
+import { AGENT_LABEL, IDENTITY_SECRET_SELECTOR, identitySecretLabels } from '../../controller/resources.js';
 import { startKube, type KubeCluster } from '../support/kube-cluster.js';
 import { eventually, installCrds } from '../support/kubectl.js';
 import { ROOT } from '../support/processes.js';
@@ -80,7 +82,7 @@ describe('controller core on a real Kubernetes API server', () => {
     const watch = new BreakableWatch(kc);
     const errors: unknown[] = [];
     const informer = new Informer<Agent>(kc, KINDS.Agent, {
-      queue, watcher: watch, baseDelayMs: 50, maxDelayMs: 400, onError: (e) => errors.push(e),
+      handlers: [{ queue }], watcher: watch, baseDelayMs: 50, maxDelayMs: 400, onError: (e) => errors.push(e),
     });
     informer.start();
     try {
@@ -128,6 +130,40 @@ describe('controller core on a real Kubernetes API server', () => {
       await eventually(() => !informer.get('default/a2'), 10_000, 'a2 gone after relist');
       expect(queue.keys.slice(seen)).toEqual(['default/a2']);
       expect(informer.list()).toEqual([]);
+    } finally {
+      await informer.stop();
+    }
+  });
+
+  it('an informer of Secrets sees the labelled ones only, caches no data, and queues the keys its handler maps them to', async () => {
+    const core = kc.makeApiClient(CoreV1Api);
+    const namespace = 'default';
+    const secret = (name: string, agent?: string): V1Secret => ({
+      metadata: { name, namespace, labels: agent ? identitySecretLabels(agent) : {} },
+      stringData: { 'client-secret': 'not-for-the-cache' },
+    });
+    await core.createNamespacedSecret({ namespace, body: secret('id-first', 'first') });
+    await core.createNamespacedSecret({ namespace, body: secret('unrelated') });
+
+    const queue = recorder();
+    const informer = new Informer<V1Secret>(kc, { group: '', version: 'v1', plural: 'secrets' }, {
+      labelSelector: IDENTITY_SECRET_SELECTOR,
+      transform: (s) => ({ metadata: s.metadata }),
+      handlers: [{ queue, keysOf: (s) => [`owner/${s.metadata!.labels![AGENT_LABEL]!}`], predicate: (type) => type !== 'ADDED' }],
+    });
+    informer.start();
+    try {
+      await eventually(() => informer.hasSynced(), 10_000, 'synced');
+      expect(informer.list().map((s) => s.metadata?.name)).toEqual(['id-first']);
+      expect(informer.get('default/id-first')).not.toHaveProperty('data');
+      await core.createNamespacedSecret({ namespace, body: secret('id-second', 'second') });
+      await eventually(() => informer.get('default/id-second'), 10_000, 'id-second added');
+      expect(queue.keys).toEqual([]); // additions are not worth it here
+
+      await core.deleteNamespacedSecret({ namespace, name: 'unrelated' }); // not selected: no event
+      await core.deleteNamespacedSecret({ namespace, name: 'id-first' });
+      await eventually(() => !informer.get('default/id-first'), 10_000, 'id-first deleted');
+      expect(queue.keys).toEqual(['owner/first']);
     } finally {
       await informer.stop();
     }

@@ -283,11 +283,55 @@ describe('tollgate controller on a real Kubernetes API server', () => {
     const after = await eventually(async () => {
       const a = await get('agents', 'payments-assistant');
       return a.status?.identityId !== old ? a : undefined;
-    }, 10_000, 'a new identity'); // within a resync
+    }, 10_000, 'a new identity');
     await kubectl('get', 'secret', 'tollgate-identity-payments-assistant', '-n', 'default');
     const identities = (await rest(`/identities?agent_id=${before.status!.registryId}`)).items as { id: string; status: string }[];
     expect(identities.find((i) => i.id === old)?.status).toBe('revoked');
     expect(identities.find((i) => i.id === after.status!.identityId)?.status).toBe('active');
+  });
+
+  it('repairs a deleted identity Secret at once, long before the resync: it watches the Secrets it holds', async () => {
+    // Another organisation's controller, with the default resync (5 minutes), for a namespace of its own.
+    const other = await onboardAdmin(t.app, 'Second');
+    const sa = await other.client.post(api('/service-accounts'), { name: 'kubernetes-controller' });
+    expect(sa.statusCode).toBe(201);
+    const namespace = 'second-org';
+    await kubectl('create', 'namespace', namespace);
+    await kubectl('annotate', 'namespace', namespace, `tollgate.dev/organization=${other.tenant.slug}`);
+    const second = startController('controller-second', {
+      TOLLGATE_CLIENT_ID: sa.json().client_id,
+      TOLLGATE_CLIENT_SECRET: sa.json().client_secret,
+      TOLLGATE_CLAIM_UNANNOTATED: 'false',
+      TOLLGATE_RESYNC_SECONDS: '300',
+    });
+    try {
+      const agent = example('agent');
+      agent.metadata = { name: 'watched-agent', namespace };
+      agent.spec.environment = 'development';
+      agent.spec.tools = [];
+      agent.spec.delegations = [];
+      await apply(agent);
+      const before = await eventually(async () => {
+        const a = await get('agents', 'watched-agent', namespace);
+        return ready(a)?.status === 'True' && a.status?.identityId ? a : undefined;
+      }, 30_000, 'Ready with an identity');
+      const old = before.status!.identityId as string;
+
+      const deleted = Date.now();
+      await kubectl('delete', 'secret', 'tollgate-identity-watched-agent', '-n', namespace);
+      const after = await eventually(async () => {
+        const a = await get('agents', 'watched-agent', namespace);
+        return a.status?.identityId !== old ? a : undefined;
+      }, 10_000, 'a new identity');
+      expect(Date.now() - deleted).toBeLessThan(10_000); // not the 300 s resync
+      await kubectl('get', 'secret', 'tollgate-identity-watched-agent', '-n', namespace);
+      const identities = await other.client.get(api(`/identities?agent_id=${before.status!.registryId}`));
+      const items = identities.json().items as { id: string; status: string }[];
+      expect(items.find((i) => i.id === old)?.status).toBe('revoked');
+      expect(items.find((i) => i.id === after.status!.identityId)?.status).toBe('active');
+    } finally {
+      await stop(second);
+    }
   });
 
   it('refuses an invalid manifest at the API server, naming the field', async () => {

@@ -6,7 +6,7 @@ import { expect, inject } from 'vitest';
 import { buildApp } from '../../api/app.js';
 import { loadConfig, type Config } from '../../api/config.js';
 import { openDatabase, type Database } from '../../api/db/database.js';
-import type { Clock } from '../../api/platform/context.js';
+import type { Clock } from '../../lib/clock.js';
 import { OWNER_ROLE, RUNTIME_ROLE, TEMPLATE_DB, withDatabase } from './pg-urls.js';
 
 /** A fresh database copied from the migrated template; URLs for the runtime role and the owner. */

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { controllerConfig } from '../../controller/main.js';
 import { setCondition } from '../../controller/objects.js';
-import { agentBody, differing, sameJson, snakeKeys, toolBody, type AgentSpec, type TollgateObject, type ToolSpec } from '../../controller/resources.js';
+import type { AgentSpec, TollgateObject, ToolSpec } from '../../controller/kinds.js';
+import { agentBody, differing, sameJson, snakeKeys, toolBody } from '../../controller/resources.js';
 import { agentIn } from '../../api/modules/agents/agents.schemas.js';
 import { toolIn } from '../../api/modules/inventory/inventory.schemas.js';
 

@@ -5,11 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { agentIn } from '../../api/modules/agents/agents.schemas.js';
-import { constraintsSchema } from '../../api/modules/agents/bindings.routes.js';
+import { constraintsSchema } from '../../api/modules/agents/bindings.schemas.js';
 import { mcpServerIn, mcpServerOut, toolIn } from '../../api/modules/inventory/inventory.schemas.js';
 import { policyIn } from '../../api/modules/policies/policies.schemas.js';
 import { PRINCIPAL_TYPE } from '../../api/modules/shared/enums.js';
-import { crdDocuments, crdFile, renderCrd, toCamel, toSnake, type CrdDocument } from '../../scripts/gen-crds.js';
+import { toCamel, toSnake } from '../../controller/kinds.js';
+import { crdDocuments, crdFile, renderCrd, type CrdDocument } from '../../scripts/gen-crds.js';
 import { ROOT } from '../support/processes.js';
 
 type Node = Record<string, unknown>;
@@ -33,7 +34,7 @@ const API: Record<string, Record<string, Node>> = {
   Agent: {
     spec: json(agentIn),
     'spec.tools[].constraints': json(constraintsSchema),
-    // The delegation body is inline in bindings.routes.ts: its enum is the shared one.
+    // The delegation body (bindings.schemas.ts) takes its enum from the shared ones.
     'spec.delegations[].principalType': json(z.enum(PRINCIPAL_TYPE)),
   },
   Tool: { spec: json(toolIn) },

@@ -11,7 +11,7 @@ import {
 } from '../../api/platform/errors.js';
 
 /**
- * The one error registry (issue 2, item 5): every code of the spec's Errors table
+ * The one error registry: every code of the spec's Errors table
  * (shared/spec/behaviour.md, "Errors") maps to the HTTP status given there.
  */
 

@@ -3,7 +3,7 @@ import { ApiError } from '../../api/platform/errors.js';
 import { checkIfMatch, parseIfMatch } from '../../api/platform/if-match.js';
 
 /**
- * The shared If-Match helper (issue 2, item 5; spec Errors and Versioning): a missing header answers
+ * The shared If-Match helper (spec Errors and Versioning): a missing header answers
  * 428 precondition_required where it is required, a stale version 409 version_conflict with the
  * current version, and a header that names no version 422.
  */

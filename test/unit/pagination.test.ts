@@ -4,7 +4,7 @@ import { ApiError } from '../../api/platform/errors.js';
 import { Cursors, pageQuery, type Position } from '../../api/platform/pagination.js';
 
 /**
- * Paged lists (issue 2, item 5; spec Conventions): cursors are opaque and tamper-evident; a forged,
+ * Paged lists (spec Conventions): cursors are opaque and tamper-evident; a forged,
  * garbled or borrowed cursor answers 422 invalid_cursor; next_cursor is set only when more rows exist.
  */
 

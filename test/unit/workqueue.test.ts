@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import type { Clock } from '../../controller/kube.js';
+import type { Clock, Timers } from '../../lib/clock.js';
 import { WorkQueue } from '../../controller/queue.js';
 
 /** A clock that moves only when the test says so. */
-class FakeClock implements Clock {
+class FakeClock implements Clock, Timers {
   private t = 0;
   private seq = 0;
   private readonly timers = new Map<number, { at: number; fn: () => void }>();
-  now = () => this.t;
+  now = () => new Date(this.t);
   setTimeout = (fn: () => void, ms: number) => {
     const id = ++this.seq;
     this.timers.set(id, { at: this.t + ms, fn });
@@ -99,9 +99,9 @@ describe('WorkQueue', () => {
     const delays: number[] = [];
     for (let i = 0; i < 6; i++) {
       q.addRateLimited('ns/a');
-      const start = clock.now();
+      const start = clock.now().getTime();
       while (q.length === 0) clock.advance(1);
-      delays.push(clock.now() - start);
+      delays.push(clock.now().getTime() - start);
       q.done((await q.get())!);
     }
     expect(delays).toEqual([100, 200, 400, 800, 1000, 1000]);
@@ -116,7 +116,7 @@ describe('WorkQueue', () => {
     expect(q.length).toBe(1);
   });
 
-  it('run retries a throwing reconcile with backoff and forgets after success; requeueAfter comes back later', async () => {
+  it('run retries a throwing reconcile with backoff and forgets after success; requeueAfterMs comes back later', async () => {
     const clock = new FakeClock();
     const errors: string[] = [];
     const q = new WorkQueue({ clock, baseDelayMs: 100, onError: (k, e) => errors.push(`${k}: ${(e as Error).message}`) });
@@ -124,7 +124,7 @@ describe('WorkQueue', () => {
     const running = q.run(1, async (key) => {
       calls++;
       if (key === 'ns/flaky' && calls <= 2) throw new Error('registry down');
-      if (key === 'ns/poll') return { requeueAfter: 30_000 };
+      if (key === 'ns/poll') return { requeueAfterMs: 30_000 };
     });
     q.add('ns/flaky');
     await tick();

@@ -4,7 +4,7 @@ import { enableOrgIsolation, grantRuntime, run } from './helpers.js';
 /**
  * Policies with numbered versions. A policy's published version, while the policy is active, is what
  * the gateway evaluates; drafts never are. (Authoring, four-eyes publishing and the operator set
- * are the policy issue's; the gateway only reads.)
+ * belong to the policies module; the gateway only reads.)
  */
 export function policies(runtimeRole: string) {
   return {

@@ -1,7 +1,7 @@
-import type { Selectable } from 'kysely';
+import type { Insertable, Selectable, Updateable } from 'kysely';
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { AgentOwnersTable, AgentsTable } from '../../db/schema.js';
+import type { AgentAttestationsTable, AgentOwnersTable, AgentsTable, AgentVersionsTable } from '../../db/schema.js';
 import type { Position } from '../../platform/pagination.js';
 import { iso, likePattern } from '../../platform/schemas.js';
 import type { agentOut } from './agents.schemas.js';
@@ -11,6 +11,7 @@ export type AgentOut = z.infer<typeof agentOut>;
 
 export type AgentRow = Selectable<AgentsTable> & { org_slug: string };
 export type OwnerRow = Selectable<AgentOwnersTable>;
+export type VersionRow = Selectable<AgentVersionsTable>;
 
 function agentsOf(tx: Tx, orgId: string) {
   return tx
@@ -80,6 +81,31 @@ export async function countAgents(tx: Tx, orgId: string) {
 export async function slugTaken(tx: Tx, orgId: string, slug: string): Promise<boolean> {
   const r = await tx.selectFrom('agents').select('id').where('org_id', '=', orgId).where('slug', '=', slug).executeTakeFirst();
   return r !== undefined;
+}
+
+export async function insertAgent(tx: Tx, agent: Insertable<AgentsTable>): Promise<void> {
+  await tx.insertInto('agents').values(agent).execute();
+}
+
+/** Changes an agent of the organisation; the caller sets its version and updated_at where they move. */
+export async function updateAgent(tx: Tx, orgId: string, id: string, change: Updateable<AgentsTable>): Promise<void> {
+  await tx.updateTable('agents').set(change).where('org_id', '=', orgId).where('id', '=', id).execute();
+}
+
+export async function insertOwners(tx: Tx, owners: Insertable<AgentOwnersTable>[]): Promise<void> {
+  await tx.insertInto('agent_owners').values(owners).execute();
+}
+
+export function insertOwner(tx: Tx, owner: Insertable<AgentOwnersTable>): Promise<OwnerRow> {
+  return tx.insertInto('agent_owners').values(owner).returningAll().executeTakeFirstOrThrow();
+}
+
+export function insertVersion(tx: Tx, version: Insertable<AgentVersionsTable>): Promise<VersionRow> {
+  return tx.insertInto('agent_versions').values(version).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function insertAttestation(tx: Tx, attestation: Insertable<AgentAttestationsTable>): Promise<void> {
+  await tx.insertInto('agent_attestations').values(attestation).execute();
 }
 
 export const agentUri = (orgSlug: string, agentSlug: string) => `agent://${orgSlug}/${agentSlug}`;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { reasonBody } from '../../platform/reason.js';
 import { email, timestamp } from '../../platform/schemas.js';
 import {
   AGENT_SOURCE,
@@ -12,7 +13,7 @@ import {
   OWNER_TYPE,
   PERSISTENT_MEMORY,
   RISK_BAND,
-} from '../shared/enums.js';
+} from '../shared/index.js';
 
 const tags = z.array(z.string().trim().min(1).max(64)).max(50);
 
@@ -146,3 +147,6 @@ export const containmentEventOut = z.object({
   details: z.record(z.string(), z.unknown()),
   at: timestamp,
 });
+
+/** Switching gateway access is a containment operation: it takes a reason and a confirmation. */
+export const gatewayAccessIn = reasonBody.extend({ enabled: z.boolean() });

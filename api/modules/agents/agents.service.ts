@@ -1,16 +1,52 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
+import type { ActorPrincipal, RequestContext } from '../../platform/context.js';
 import type { z } from 'zod';
-import type { Tx } from '../../db/database.js';
-import { ApiError } from '../../platform/errors.js';
-import { audit } from '../audit/audit.js';
-import { checkAgentAllowed } from '../tenants/plans.js';
-import { getOrganisation } from '../tenants/tenants.repository.js';
-import { countAgents, getAgent, ownersOf, slugTaken, type AgentRow } from './agents.repository.js';
-import { SLUG, type agentIn } from './agents.schemas.js';
-import type { AGENT_SOURCE } from '../shared/enums.js';
+import type { Clock } from '../../../lib/clock.js';
+import { inScope, type Db, type Tx } from '../../db/database.js';
+import { changesOf, valuesOf } from '../../platform/changes.js';
+import { ApiError, notFound, validationFailed } from '../../platform/errors.js';
+import { checkIfMatch } from '../../platform/if-match.js';
+import type { Cursors } from '../../platform/pagination.js';
+import { iso } from '../../platform/schemas.js';
+import { audit } from '../audit/index.js';
+import { recordExists } from '../inventory/index.js';
+import { checkAgentAllowed } from '../tenants/index.js';
+import { getOrganisation } from '../tenants/index.js';
+import {
+  countAgents,
+  getAgent,
+  insertAgent,
+  insertAttestation,
+  insertOwner,
+  insertOwners,
+  insertVersion,
+  listAgents,
+  ownersOf,
+  slugTaken,
+  toAgent,
+  updateAgent,
+  type AgentFilters,
+  type AgentRow,
+} from './agents.repository.js';
+import { SLUG, type agentIn, type agentPatch, type ownerIn, type versionIn } from './agents.schemas.js';
+import type { AGENT_SOURCE } from '../shared/index.js';
 
 type AgentIn = z.output<typeof agentIn>;
+type AgentPatch = z.output<typeof agentPatch>;
+type OwnerIn = z.output<typeof ownerIn>;
+type VersionIn = z.output<typeof versionIn>;
+
+/** The agent, or 404 not_found: another organisation's agent does not exist here. */
+export async function agentOr404(tx: Tx, orgId: string, agentId: string, lock = false) {
+  const agent = await getAgent(tx, orgId, agentId, lock);
+  if (!agent) throw notFound('No such agent.');
+  return agent;
+}
+
+export async function agentWithOwners(tx: Tx, orgId: string, agentId: string) {
+  const agent = await agentOr404(tx, orgId, agentId);
+  return toAgent(agent, (await ownersOf(tx, orgId, [agentId])).get(agentId)!);
+}
 
 /** A slug from a name: lower-case words joined by hyphens, at most 100 characters. */
 export function slugify(name: string): string {
@@ -37,7 +73,7 @@ async function freeSlug(tx: Tx, orgId: string, base: string): Promise<string> {
  * Production agents need an owner, a purpose and a data classification (spec core rule 9).
  * Answers 422 production_requirements naming what is missing.
  */
-export function checkProductionRequirements(a: { owners: number; purpose: string; dataClassification?: string | null }): void {
+function checkProductionRequirements(a: { owners: number; purpose: string; dataClassification?: string | null }): void {
   const missing: string[] = [];
   if (a.owners === 0) missing.push('owners');
   if (!a.purpose.trim()) missing.push('purpose');
@@ -48,7 +84,7 @@ export function checkProductionRequirements(a: { owners: number; purpose: string
 }
 
 /** Checks the organisation's plan allows one more agent in `environment`. */
-export async function checkPlan(tx: Tx, orgId: string, environment: string, excludeAgent?: AgentRow): Promise<void> {
+async function checkPlan(tx: Tx, orgId: string, environment: string, excludeAgent?: AgentRow): Promise<void> {
   const org = await getOrganisation(tx, orgId);
   const counts = await countAgents(tx, orgId);
   if (excludeAgent && excludeAgent.status !== 'revoked') {
@@ -59,13 +95,13 @@ export async function checkPlan(tx: Tx, orgId: string, environment: string, excl
 }
 
 /** Agents registered by the Kubernetes controller's service account come from Kubernetes. */
-function sourceOf(req: FastifyRequest): (typeof AGENT_SOURCE)[number] {
+function sourceOf(req: RequestContext): (typeof AGENT_SOURCE)[number] {
   const p = req.principal;
   return p?.kind === 'service' && p.roles.includes('controller') ? 'kubernetes' : 'manual';
 }
 
-export async function createAgent(tx: Tx, req: FastifyRequest, orgId: string, body: AgentIn) {
-  const now = req.server.deps.clock.now();
+async function createAgent(tx: Tx, clock: Clock, req: RequestContext, orgId: string, body: AgentIn) {
+  const now = clock.now();
   if (body.environment === 'production') {
     checkProductionRequirements({
       owners: body.owners.length,
@@ -84,38 +120,35 @@ export async function createAgent(tx: Tx, req: FastifyRequest, orgId: string, bo
     slug = await freeSlug(tx, orgId, slugify(body.name));
   }
   const id = randomUUID();
-  await tx
-    .insertInto('agents')
-    .values({
-      id,
-      org_id: orgId,
-      slug,
-      name: body.name,
-      description: body.description,
-      purpose: body.purpose,
-      framework: body.framework,
-      environment: body.environment,
-      business_unit: body.business_unit ?? null,
-      criticality: body.criticality,
-      data_classification: body.data_classification ?? 'internal',
-      internet_exposure: body.internet_exposure,
-      code_execution: body.code_execution,
-      persistent_memory: body.persistent_memory,
-      human_approval_coverage: body.human_approval_coverage,
-      tags: body.tags,
-      source: sourceOf(req),
-      external_ref: null,
-      risk_band: null,
-      last_attested_at: null,
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
+  await insertAgent(tx, {
+    id,
+    org_id: orgId,
+    slug,
+    name: body.name,
+    description: body.description,
+    purpose: body.purpose,
+    framework: body.framework,
+    environment: body.environment,
+    business_unit: body.business_unit ?? null,
+    criticality: body.criticality,
+    data_classification: body.data_classification ?? 'internal',
+    internet_exposure: body.internet_exposure,
+    code_execution: body.code_execution,
+    persistent_memory: body.persistent_memory,
+    human_approval_coverage: body.human_approval_coverage,
+    tags: body.tags,
+    source: sourceOf(req),
+    external_ref: null,
+    risk_band: null,
+    last_attested_at: null,
+    created_at: now,
+    updated_at: now,
+  });
   if (body.owners.length > 0) {
-    await tx
-      .insertInto('agent_owners')
-      .values(body.owners.map((o) => ({ id: randomUUID(), org_id: orgId, agent_id: id, ...o, created_at: now })))
-      .execute();
+    await insertOwners(
+      tx,
+      body.owners.map((o) => ({ id: randomUUID(), org_id: orgId, agent_id: id, ...o, created_at: now })),
+    );
   }
   await audit(tx, req, orgId, {
     action: 'agent.created',
@@ -125,4 +158,113 @@ export async function createAgent(tx: Tx, req: FastifyRequest, orgId: string, bo
   });
   const agent = (await getAgent(tx, orgId, id))!;
   return { agent, owners: (await ownersOf(tx, orgId, [id])).get(id)! };
+}
+
+/** One page of the organisation's agents with their owners; `query.cursor` continues a listing. */
+export function listAgentsPage(
+  db: Db,
+  cursors: Cursors,
+  orgId: string,
+  query: AgentFilters & { limit: number; cursor?: string },
+) {
+  const { limit, cursor, ...filters } = query;
+  const scope = `agents:${orgId}`;
+  const after = cursors.decode(scope, cursor);
+  return inScope(db, { orgId }, async (tx) => {
+    const rows = await listAgents(tx, orgId, filters, after, limit);
+    const owners = await ownersOf(tx, orgId, rows.map((a) => a.id));
+    return cursors.page(scope, rows, limit, (a) => ({ t: iso(a.created_at), id: a.id }), (a) => toAgent(a, owners.get(a.id) ?? []));
+  });
+}
+
+export async function registerAgent(db: Db, clock: Clock, req: RequestContext, orgId: string, body: AgentIn) {
+  const created = await inScope(db, { orgId }, (tx) => createAgent(tx, clock, req, orgId, body));
+  return toAgent(created.agent, created.owners);
+}
+
+export function readAgent(db: Db, orgId: string, agentId: string) {
+  return inScope(db, { orgId }, (tx) => agentWithOwners(tx, orgId, agentId));
+}
+
+/** Applies a patch to an agent, honouring If-Match when sent; production agents keep their requirements. */
+export function changeAgent(
+  db: Db,
+  clock: Clock,
+  req: RequestContext,
+  orgId: string,
+  agentId: string,
+  patch: AgentPatch,
+  ifMatch: string | string[] | undefined,
+) {
+  return inScope(db, { orgId }, async (tx) => {
+    const before = await agentOr404(tx, orgId, agentId, true);
+    checkIfMatch(ifMatch, before.version, false);
+    const changes = changesOf(before, patch);
+    const next = { ...before, ...valuesOf(changes) } as typeof before;
+    if (next.environment === 'production' && (changes.environment || changes.purpose || changes.data_classification)) {
+      const owners = (await ownersOf(tx, orgId, [agentId])).get(agentId)!;
+      checkProductionRequirements({ owners: owners.length, purpose: next.purpose, dataClassification: next.data_classification });
+    }
+    if (changes.environment) await checkPlan(tx, orgId, next.environment, before);
+    if (Object.keys(changes).length > 0) {
+      await updateAgent(tx, orgId, agentId, { ...valuesOf(changes), version: before.version + 1, updated_at: clock.now() });
+      await audit(tx, req, orgId, { action: 'agent.updated', targetType: 'agent', targetId: agentId, details: changes });
+    }
+    return agentWithOwners(tx, orgId, agentId);
+  });
+}
+
+export function addOwner(db: Db, clock: Clock, req: RequestContext, orgId: string, agentId: string, owner: OwnerIn) {
+  return inScope(db, { orgId }, async (tx) => {
+    await agentOr404(tx, orgId, agentId);
+    const row = await insertOwner(tx, { id: randomUUID(), org_id: orgId, agent_id: agentId, ...owner, created_at: clock.now() });
+    await audit(tx, req, orgId, {
+      action: 'agent.owner_added',
+      targetType: 'agent',
+      targetId: agentId,
+      details: { owner_id: row.id, owner_type: row.owner_type },
+    });
+    return row;
+  });
+}
+
+export function addVersion(db: Db, clock: Clock, req: RequestContext, actor: ActorPrincipal, agentId: string, body: VersionIn) {
+  const orgId = actor.orgId;
+  return inScope(db, { orgId }, async (tx) => {
+    await agentOr404(tx, orgId, agentId);
+    if (body.model_id && !(await recordExists(tx, orgId, 'models', body.model_id))) {
+      throw validationFailed([{ field: 'model_id', message: 'no such model in this organisation' }]);
+    }
+    const version = await insertVersion(tx, {
+      id: randomUUID(),
+      org_id: orgId,
+      agent_id: agentId,
+      version_label: body.version_label,
+      model_id: body.model_id ?? null,
+      manifest: JSON.stringify(body.manifest),
+      change_summary: body.change_summary,
+      created_by: actor.userId,
+      created_at: clock.now(),
+    });
+    await audit(tx, req, orgId, {
+      action: 'agent.version_added',
+      targetType: 'agent',
+      targetId: agentId,
+      details: { version_id: version.id, version_label: version.version_label },
+    });
+    return version;
+  });
+}
+
+/** Records that `actor` attests the agent's registration at `now`, kept on the agent for risk scoring. */
+export function attestAgent(db: Db, req: RequestContext, actor: ActorPrincipal, agentId: string, statement: string, now: Date) {
+  const orgId = actor.orgId;
+  return inScope(db, { orgId }, async (tx) => {
+    await agentOr404(tx, orgId, agentId, true);
+    const id = randomUUID();
+    await insertAttestation(tx, { id, org_id: orgId, agent_id: agentId, statement, attested_by: actor.userId, attested_at: now });
+    await updateAgent(tx, orgId, agentId, { last_attested_at: now });
+    await audit(tx, req, orgId, { action: 'agent.attested', targetType: 'agent', targetId: agentId });
+    return { id, agent_id: agentId, statement, attested_by: actor.userId, attested_at: iso(now) };
+  });
 }

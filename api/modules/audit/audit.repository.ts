@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
+import type { Position } from '../../platform/pagination.js';
 
 export interface AuditEntry {
   actorType: 'person' | 'service_account' | 'agent' | 'client' | 'system';
@@ -30,4 +32,23 @@ export async function recordAudit(tx: Tx, orgId: string, e: AuditEntry, at?: Dat
       details: JSON.stringify(e.details ?? {}),
     })
     .execute();
+}
+
+/** Exact-match filters on the audit log. */
+export interface AuditFilters {
+  action?: string;
+  actor_id?: string;
+  outcome?: string;
+  target_id?: string;
+}
+
+/** One page of the organisation's audit log, newest first (one row more than `limit`, to tell if more follow). */
+export function listAuditEvents(tx: Tx, orgId: string, f: AuditFilters, after: Position | undefined, limit: number) {
+  let q = tx.selectFrom('audit_events').selectAll().where('org_id', '=', orgId);
+  if (f.action) q = q.where('action', '=', f.action);
+  if (f.actor_id) q = q.where('actor_id', '=', f.actor_id);
+  if (f.outcome) q = q.where('outcome', '=', f.outcome);
+  if (f.target_id) q = q.where('target_id', '=', f.target_id);
+  if (after) q = q.where(sql<boolean>`(at, id) < (${after.t}::timestamptz, ${after.id}::uuid)`);
+  return q.orderBy('at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
 }

@@ -1,12 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { sql } from 'kysely';
 import { z } from 'zod';
-import { inScope } from '../../db/database.js';
 import { actorOf } from '../../platform/auth.js';
 import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
 import { iso, timestamp } from '../../platform/schemas.js';
 import { caller } from '../../platform/route.js';
+import { auditLog } from './audit.service.js';
 
 const auditOut = z.object({
   id: z.uuid(),
@@ -47,15 +46,7 @@ export async function auditRoutes(app: FastifyInstance): Promise<void> {
       const { limit, cursor, action, actor_id, outcome, target_id } = req.query;
       const scope = `audit:${p.orgId}`;
       const after = cursors.decode(scope, cursor);
-      const rows = await inScope(db, { orgId: p.orgId }, (tx) => {
-        let q = tx.selectFrom('audit_events').selectAll().where('org_id', '=', p.orgId);
-        if (action) q = q.where('action', '=', action);
-        if (actor_id) q = q.where('actor_id', '=', actor_id);
-        if (outcome) q = q.where('outcome', '=', outcome);
-        if (target_id) q = q.where('target_id', '=', target_id);
-        if (after) q = q.where(sql<boolean>`(at, id) < (${after.t}::timestamptz, ${after.id}::uuid)`);
-        return q.orderBy('at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
-      });
+      const rows = await auditLog(db, p.orgId, { action, actor_id, outcome, target_id }, after, limit);
       return cursors.page(scope, rows, limit, (e) => ({ t: iso(e.at), id: e.id }), (e) => ({
         id: e.id,
         at: iso(e.at),

@@ -1,31 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { inScope, type Db, type Tx } from '../../db/database.js';
 import { clearAuthCookies, onboardingCallerOf, personOf, setOnboardingCookies, setSessionCookies } from '../../platform/auth.js';
-import { ApiError, notFound } from '../../platform/errors.js';
+import { ApiError } from '../../platform/errors.js';
 import { iso } from '../../platform/schemas.js';
 import { caller } from '../../platform/route.js';
-import { getOrganisation, toTenant } from '../tenants/tenants.repository.js';
-import { findOrCreatePerson } from '../users/users.repository.js';
+import { deleteSession, deleteSessionsOf } from '../sessions/index.js';
+import { toTenant } from '../tenants/index.js';
 import { devLoginIn, devLoginOut, meOut, onboardingOut, providersOut, switchTenantIn } from './auth.schemas.js';
-import { createSession, deleteSession, deleteSessionsOf, setSessionOrg } from './sessions.repository.js';
+import { devLogin, switchTenant, tenantsOf, whoAmI } from './auth.service.js';
 
 const tags = ['Authentication and accounts'];
-
-/** The active organisations a person belongs to, oldest membership first. */
-function tenantsIn(tx: Tx, userId: string) {
-  return tx
-    .selectFrom('memberships')
-    .innerJoin('organisations', 'organisations.id', 'memberships.org_id')
-    .select(['organisations.id', 'organisations.slug', 'organisations.name', 'memberships.roles'])
-    .where('memberships.user_id', '=', userId)
-    .where('memberships.status', '=', 'active')
-    .orderBy('memberships.created_at')
-    .execute();
-}
-
-const tenantsOf = (db: Db, userId: string) => inScope(db, { userId }, (tx) => tenantsIn(tx, userId));
 
 export async function authRoutes(app: FastifyInstance): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -45,18 +30,13 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     async (req, reply) => {
       if (!config.devLoginEnabled) throw new ApiError('not_found', 'Development sign-in is disabled.');
       const email = req.body.email.trim();
-      const person = await findOrCreatePerson(db, email, email.split('@')[0] ?? email);
+      const { person, session, org } = await devLogin(db, email, req.body.tenant_id, clock.now(), config.sessionTtlSeconds);
       const user = { id: person.id, email: person.email, display_name: person.display_name };
-      const tenants = await tenantsOf(db, person.id);
-      const chosen = req.body.tenant_id ? tenants.find((t) => t.id === req.body.tenant_id) : tenants[0];
-      if (req.body.tenant_id && !chosen) throw notFound('No such organisation for this person.');
-      if (!chosen) {
+      if (!session) {
         const { csrfToken } = setOnboardingCookies(app, reply, { id: person.id });
         return { status: 'onboarding' as const, user, tenant: null, csrf_token: csrfToken };
       }
-      const session = await createSession(db, person.id, chosen.id, clock.now(), config.sessionTtlSeconds);
       setSessionCookies(app, reply, session);
-      const org = await inScope(db, { orgId: chosen.id }, (tx) => getOrganisation(tx, chosen.id));
       return { status: 'signed_in' as const, user, tenant: org ? toTenant(org) : null, csrf_token: session.csrfToken };
     },
   );
@@ -94,11 +74,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = personOf(req);
-      const [org, tenants] = await inScope(db, { orgId: p.orgId, userId: p.userId }, async (tx) => [
-        await getOrganisation(tx, p.orgId),
-        await tenantsIn(tx, p.userId),
-      ] as const);
-      if (!org) throw new ApiError('unauthenticated');
+      const { org, tenants } = await whoAmI(db, p.orgId, p.userId);
       return {
         user: { id: p.userId, email: p.email, display_name: p.displayName },
         tenant: toTenant(org),
@@ -171,9 +147,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req, reply) => {
       const p = personOf(req);
-      const tenants = await tenantsOf(db, p.userId);
-      if (!tenants.some((t) => t.id === req.body.tenant_id)) throw notFound('No such organisation for this person.');
-      await setSessionOrg(db, p.sessionId, req.body.tenant_id);
+      await switchTenant(db, p.sessionId, p.userId, req.body.tenant_id);
       return reply.status(204).send(null);
     },
   );

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { email, timestamp } from '../../platform/schemas.js';
-import { tenantOut } from '../tenants/tenants.schemas.js';
+import { tenantOut } from '../tenants/index.js';
 
 export const personOut = z.object({ id: z.uuid(), email: z.string(), display_name: z.string() });
 

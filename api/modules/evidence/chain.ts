@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Selectable } from 'kysely';
+import { sql, type InsertQueryBuilder, type InsertResult, type QueryCreator, type RawBuilder, type Selectable } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { EvidenceRecordsTable } from '../../db/schema.js';
+import type { DB, EvidenceRecordsTable } from '../../db/schema.js';
 import { GENESIS_HASH, type EvidenceBody, type EvidenceSigner } from './signer.js';
 
 export interface EvidenceEvent {
@@ -40,7 +40,7 @@ export interface ChainHead {
  * Locks the organisation's chain head for the caller's transaction, creating it at genesis. Appends
  * of one organisation queue on this row lock, across every API process.
  */
-export async function lockHead(tx: Tx, orgId: string): Promise<ChainHead> {
+async function lockHead(tx: Tx, orgId: string): Promise<ChainHead> {
   const lock = () => tx.selectFrom('evidence_heads').select(['seq', 'hash']).where('org_id', '=', orgId).forUpdate().executeTakeFirst();
   let head = await lock();
   if (!head) {
@@ -54,10 +54,23 @@ export async function lockHead(tx: Tx, orgId: string): Promise<ChainHead> {
   return { seq: head ? Number(head.seq) : 0, hash: head?.hash ?? GENESIS_HASH };
 }
 
-export type ChainedRecord = EvidenceBody & { hash: string; signature: string; kid: string };
+/**
+ * The head, locked, as a subquery of a caller's own first statement (the gateway's batch takes the
+ * lock in the round trip that also counts its hits): `{seq, hash}` as JSON, null before the first
+ * record. `lockedHead` turns the answer into the head.
+ */
+export const headForUpdate = (orgId: string): RawBuilder<ChainHead | null> =>
+  sql<ChainHead | null>`(select json_build_object('seq', seq, 'hash', hash) from evidence_heads where org_id = ${orgId} for update)`;
+
+/** The head `headForUpdate` selected, or, before the organisation's first record, the head created and locked now. */
+export async function lockedHead(tx: Tx, orgId: string, selected: ChainHead | null): Promise<ChainHead> {
+  return selected ? { seq: Number(selected.seq), hash: selected.hash } : lockHead(tx, orgId);
+}
+
+type ChainedRecord = EvidenceBody & { hash: string; signature: string; kid: string };
 
 /** Numbers, links and signs events after `head`; writes nothing. */
-export function chainEvents(signer: EvidenceSigner, orgId: string, head: ChainHead, events: EvidenceEvent[], now: Date) {
+function chainEvents(signer: EvidenceSigner, orgId: string, head: ChainHead, events: EvidenceEvent[], now: Date) {
   let seq = head.seq;
   let prev = head.hash;
   const records: ChainedRecord[] = events.map((e) => {
@@ -81,9 +94,39 @@ export function chainEvents(signer: EvidenceSigner, orgId: string, head: ChainHe
   return { records, head: { seq, hash: prev } };
 }
 
-/** The rows of chained records, as the evidence table takes them. */
-export const recordValues = (records: ChainedRecord[], now: Date) =>
-  records.map((r) => ({ ...r, payload: JSON.stringify(r.payload), created_at: now }));
+/** An insert that commits in an append's own statement, as the common table expression `name`. */
+export interface Alongside {
+  name: string;
+  insert: (db: QueryCreator<DB>) => InsertQueryBuilder<DB, keyof DB, InsertResult>;
+}
+
+/** An insert into any table, to commit alongside an append (`appendAfter`). */
+export function alongside<T extends keyof DB>(name: string, insert: (db: QueryCreator<DB>) => InsertQueryBuilder<DB, T, InsertResult>): Alongside {
+  return { name, insert: insert as unknown as Alongside['insert'] };
+}
+
+/**
+ * Appends events after `head`, which the caller's transaction holds locked: the records, the caller's
+ * own `inserts` (in order) and the new head are written in one statement.
+ */
+export async function appendAfter(
+  tx: Tx,
+  signer: EvidenceSigner,
+  orgId: string,
+  head: ChainHead,
+  events: EvidenceEvent[],
+  now: Date,
+  inserts: Alongside[] = [],
+): Promise<ChainedRecord[]> {
+  const { records, head: next } = chainEvents(signer, orgId, head, events, now);
+  // The CTEs only add tables to the query's type; the statement ends with the head's update.
+  let write: QueryCreator<DB> = tx.with('appended', (db) =>
+    db.insertInto('evidence_records').values(records.map((r) => ({ ...r, payload: JSON.stringify(r.payload), created_at: now }))),
+  ) as unknown as QueryCreator<DB>;
+  for (const a of inserts) write = write.with(a.name, a.insert) as unknown as QueryCreator<DB>;
+  await write.updateTable('evidence_heads').set({ seq: next.seq, hash: next.hash }).where('org_id', '=', orgId).execute();
+  return records;
+}
 
 /**
  * Appends events to the organisation's chain inside the caller's transaction, so a change and its
@@ -92,14 +135,7 @@ export const recordValues = (records: ChainedRecord[], now: Date) =>
  */
 export async function appendEvidence(tx: Tx, signer: EvidenceSigner, orgId: string, events: EvidenceEvent[], now: Date) {
   if (events.length === 0) return [];
-  const { records, head } = chainEvents(signer, orgId, await lockHead(tx, orgId), events, now);
-  await tx
-    .with('appended', (db) => db.insertInto('evidence_records').values(recordValues(records, now)))
-    .updateTable('evidence_heads')
-    .set({ seq: head.seq, hash: head.hash })
-    .where('org_id', '=', orgId)
-    .execute();
-  return records;
+  return appendAfter(tx, signer, orgId, await lockHead(tx, orgId), events, now);
 }
 
 export interface ChainReport {

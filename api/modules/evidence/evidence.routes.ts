@@ -1,14 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { sql } from 'kysely';
 import { z } from 'zod';
-import { inScope } from '../../db/database.js';
 import { actorOf } from '../../platform/auth.js';
-import { notFound } from '../../platform/errors.js';
 import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
 import { caller } from '../../platform/route.js';
 import { iso, timestamp } from '../../platform/schemas.js';
-import { verifyChain, type EvidenceRow } from './chain.js';
+import { toEvidence } from './evidence.repository.js';
+import { evidencePage, evidenceRecord, verifyEvidence } from './evidence.service.js';
 
 const tags = ['Evidence and governance'];
 
@@ -26,22 +24,6 @@ const evidenceOut = z.object({
   hash: z.string(),
   signature: z.string(),
   kid: z.string(),
-});
-
-const toEvidence = (r: EvidenceRow) => ({
-  id: r.id,
-  seq: Number(r.seq),
-  event_type: r.event_type,
-  agent_id: r.agent_id,
-  action_request_id: r.action_request_id,
-  control_ref: r.control_ref,
-  correlation_id: r.correlation_id,
-  payload: r.payload,
-  created_at: iso(r.created_at),
-  prev_hash: r.prev_hash,
-  hash: r.hash,
-  signature: r.signature,
-  kid: r.kid,
 });
 
 export async function evidenceRoutes(app: FastifyInstance): Promise<void> {
@@ -70,15 +52,7 @@ export async function evidenceRoutes(app: FastifyInstance): Promise<void> {
       const { limit, cursor, event_type, control_ref, agent_id, action_request_id } = req.query;
       const scope = `evidence:${p.orgId}`;
       const after = cursors.decode(scope, cursor);
-      const rows = await inScope(db, { orgId: p.orgId }, (tx) => {
-        let q = tx.selectFrom('evidence_records').selectAll().where('org_id', '=', p.orgId);
-        if (event_type) q = q.where('event_type', '=', event_type);
-        if (control_ref) q = q.where('control_ref', '=', control_ref);
-        if (agent_id) q = q.where('agent_id', '=', agent_id);
-        if (action_request_id) q = q.where('action_request_id', '=', action_request_id);
-        if (after) q = q.where(sql<boolean>`seq < ${after.id}::bigint`);
-        return q.orderBy('seq', 'desc').limit(limit + 1).execute();
-      });
+      const rows = await evidencePage(db, p.orgId, { event_type, control_ref, agent_id, action_request_id }, after?.id, limit + 1);
       return cursors.page(scope, rows, limit, (e) => ({ t: iso(e.created_at), id: String(e.seq) }), toEvidence);
     },
   );
@@ -102,7 +76,7 @@ export async function evidenceRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = actorOf(req);
-      return inScope(db, { orgId: p.orgId }, (tx) => verifyChain(tx, evidence, p.orgId));
+      return verifyEvidence(db, evidence, p.orgId);
     },
   );
 
@@ -114,11 +88,7 @@ export async function evidenceRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = actorOf(req);
-      const row = await inScope(db, { orgId: p.orgId }, (tx) =>
-        tx.selectFrom('evidence_records').selectAll().where('org_id', '=', p.orgId).where('id', '=', req.params.evidence_id).executeTakeFirst(),
-      );
-      if (!row) throw notFound('No such evidence record.');
-      return toEvidence(row);
+      return toEvidence(await evidenceRecord(db, p.orgId, req.params.evidence_id));
     },
   );
 }

@@ -1,7 +1,7 @@
-import type { FastifyRequest } from 'fastify';
+import type { RequestContext } from '../../platform/context.js';
 import type { Tx } from '../../db/database.js';
-import { audit } from '../audit/audit.js';
-import type { AuditEntry } from '../audit/audit.repository.js';
+import { audit } from '../audit/index.js';
+import type { AuditEntry } from '../audit/index.js';
 import { appendEvidence, type EvidenceEvent } from './chain.js';
 
 type Entry = Pick<AuditEntry, 'action'> & Partial<Pick<AuditEntry, 'targetType' | 'targetId' | 'details'>>;
@@ -13,7 +13,7 @@ type Entry = Pick<AuditEntry, 'action'> & Partial<Pick<AuditEntry, 'targetType' 
  */
 export async function auditWithEvidence(
   tx: Tx,
-  req: FastifyRequest,
+  req: RequestContext,
   orgId: string,
   entry: Entry,
   event: Omit<EvidenceEvent, 'correlationId'>,

@@ -40,3 +40,4 @@ export const submissionOut = z.object({
   idempotency_key: z.string(),
 });
 export type SubmissionOut = z.infer<typeof submissionOut>;
+export type ActionIn = z.output<typeof actionIn>;

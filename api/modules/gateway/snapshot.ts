@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { compileRules, type CompiledRule } from './engine/compile.js';
-import type { AgentView, BindingView, DelegationView, Rule, Snapshot, ToolView } from './engine/types.js';
+import { compileRules } from './engine/compile.js';
+import type { AgentView, BindingView, CompiledRule, DelegationView, Rule, Snapshot, ToolView } from './engine/types.js';
 
 /** Everything one decision reads besides the request. */
 export interface DecisionState {

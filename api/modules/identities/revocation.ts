@@ -1,7 +1,7 @@
-import type { Db } from '../../db/database.js';
-import { inScope } from '../../db/database.js';
-import type { Clock } from '../../platform/context.js';
+import type { Clock } from '../../../lib/clock.js';
+import { inScope, type Db } from '../../db/database.js';
 import { ApiError } from '../../platform/errors.js';
+import { tokenStateOf } from './identities.repository.js';
 import type { VerifiedToken } from './tokens.js';
 
 interface TokenState {
@@ -27,15 +27,7 @@ export class RevocationCache {
   ) {}
 
   private async load(orgId: string, agentId: string, identityId: string): Promise<TokenState> {
-    const row = await inScope(this.db, { orgId }, (tx) =>
-      tx
-        .selectFrom('agents')
-        .leftJoin('workload_identities as i', (j) => j.onRef('i.agent_id', '=', 'agents.id').on('i.id', '=', identityId))
-        .select(['agents.status as agent_status', 'agents.session_epoch', 'i.status as identity_status'])
-        .where('agents.org_id', '=', orgId)
-        .where('agents.id', '=', agentId)
-        .executeTakeFirst(),
-    );
+    const row = await inScope(this.db, { orgId }, (tx) => tokenStateOf(tx, orgId, agentId, identityId));
     return {
       agentStatus: row?.agent_status ?? null,
       epoch: row?.session_epoch ?? -1,

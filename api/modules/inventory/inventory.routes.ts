@@ -1,18 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { inScope } from '../../db/database.js';
 import { actorOf } from '../../platform/auth.js';
-import { changesOf, valuesOf } from '../../platform/changes.js';
-import { ApiError } from '../../platform/errors.js';
 import { reasonBody, requireConfirmation } from '../../platform/reason.js';
 import { caller } from '../../platform/route.js';
-import { isUniqueViolation } from '../../platform/schemas.js';
-import { audit } from '../audit/audit.js';
-import { auditWithEvidence } from '../evidence/record.js';
-import { PRIVILEGE_CLASS } from '../shared/enums.js';
-import { checkReference, recordOr404, toCredential, toMcpServer, toModel, toResource, toTool } from './inventory.repository.js';
+import { PRIVILEGE_CLASS } from '../shared/index.js';
+import type { ResourceIn } from './inventory.repository.js';
 import {
   apiResourceIn,
   credentialIn,
@@ -30,19 +23,26 @@ import {
   toolOut,
   toolPatch,
 } from './inventory.schemas.js';
+import {
+  actOnCredential,
+  blockTool,
+  createCredential,
+  createMcpServer,
+  createModel,
+  createResource,
+  createTool,
+  listCredentials,
+  listMcpServers,
+  listModels,
+  listResources,
+  listTools,
+  setMcpServerTrust,
+  updateModel,
+  updateTool,
+} from './inventory.service.js';
 
 const tags = ['Inventory'];
 const items = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item) });
-
-/** Maps a unique violation to 409 conflict naming the field that must be unique. */
-async function unique<T>(field: string, what: string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (isUniqueViolation(err)) throw new ApiError('conflict', `${what} exists already.`, { field });
-    throw err;
-  }
-}
 
 export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -55,18 +55,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     { ...caller('inventory:read'), schema: { summary: 'MCP servers', tags, response: { 200: items(mcpServerOut) } } },
     async (req) => {
       const p = actorOf(req);
-      return inScope(db, { orgId: p.orgId }, async (tx) => {
-        const servers = await tx.selectFrom('mcp_servers').selectAll().where('org_id', '=', p.orgId).orderBy('created_at').orderBy('id').execute();
-        const counts = await tx
-          .selectFrom('tools')
-          .select((eb) => ['mcp_server_id', eb.fn.countAll<string>().as('n')])
-          .where('org_id', '=', p.orgId)
-          .where('mcp_server_id', 'is not', null)
-          .groupBy('mcp_server_id')
-          .execute();
-        const n = new Map(counts.map((c) => [c.mcp_server_id, Number(c.n)]));
-        return { items: servers.map((s) => toMcpServer(s, n.get(s.id) ?? 0)) };
-      });
+      return { items: await listMcpServers(db, p.orgId) };
     },
   );
 
@@ -78,19 +67,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req, reply) => {
       const p = actorOf(req);
-      const row = await unique('endpoint', 'An MCP server with this endpoint', () =>
-        inScope(db, { orgId: p.orgId }, async (tx) => {
-          const now = clock.now();
-          const s = await tx
-            .insertInto('mcp_servers')
-            .values({ id: randomUUID(), org_id: p.orgId, ...req.body, publisher: req.body.publisher ?? null, created_at: now, updated_at: now })
-            .returningAll()
-            .executeTakeFirstOrThrow();
-          await audit(tx, req, p.orgId, { action: 'mcp_server.created', targetType: 'mcp_server', targetId: s.id, details: { endpoint: s.endpoint } });
-          return s;
-        }),
-      );
-      return reply.status(201).send(toMcpServer(row, 0));
+      return reply.status(201).send(await createMcpServer(db, clock, req, p.orgId, req.body));
     },
   );
 
@@ -108,26 +85,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = actorOf(req);
-      return inScope(db, { orgId: p.orgId }, async (tx) => {
-        const before = await recordOr404(tx, 'mcp_servers', p.orgId, req.params.server_id as string, 'MCP server', true);
-        const after = await tx
-          .updateTable('mcp_servers')
-          .set({ trust_state: req.body.trust_state, version: before.version + 1, updated_at: clock.now() })
-          .where('org_id', '=', p.orgId)
-          .where('id', '=', before.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        const trustState = { from: before.trust_state, to: after.trust_state };
-        await auditWithEvidence(
-          tx,
-          req,
-          p.orgId,
-          { action: 'mcp_server.trust_changed', targetType: 'mcp_server', targetId: before.id, details: { reason: req.body.reason, trust_state: trustState } },
-          { eventType: 'mcp_trust_change', payload: { mcp_server_id: before.id, reason: req.body.reason, trust_state: trustState } },
-        );
-        const tools = await tx.selectFrom('tools').select('id').where('org_id', '=', p.orgId).where('mcp_server_id', '=', before.id).execute();
-        return toMcpServer(after, tools.length);
-      });
+      return setMcpServerTrust(db, clock, req, p.orgId, req.params.server_id as string, req.body);
     },
   );
 
@@ -138,10 +96,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     { ...caller('inventory:read'), schema: { summary: 'Models', tags, response: { 200: items(modelOut) } } },
     async (req) => {
       const p = actorOf(req);
-      const rows = await inScope(db, { orgId: p.orgId }, (tx) =>
-        tx.selectFrom('models').selectAll().where('org_id', '=', p.orgId).orderBy('created_at').orderBy('id').execute(),
-      );
-      return { items: rows.map(toModel) };
+      return { items: await listModels(db, p.orgId) };
     },
   );
 
@@ -150,25 +105,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     { ...caller('inventory:write'), schema: { summary: 'Register a model', tags, body: modelIn, response: { 201: modelOut } } },
     async (req, reply) => {
       const p = actorOf(req);
-      const row = await inScope(db, { orgId: p.orgId }, async (tx) => {
-        const now = clock.now();
-        const m = await tx
-          .insertInto('models')
-          .values({
-            id: randomUUID(),
-            org_id: p.orgId,
-            ...req.body,
-            model_version: req.body.model_version ?? null,
-            max_data_classification: null,
-            created_at: now,
-            updated_at: now,
-          })
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        await audit(tx, req, p.orgId, { action: 'model.created', targetType: 'model', targetId: m.id });
-        return m;
-      });
-      return reply.status(201).send(toModel(row));
+      return reply.status(201).send(await createModel(db, clock, req, p.orgId, req.body));
     },
   );
 
@@ -186,20 +123,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = actorOf(req);
-      return inScope(db, { orgId: p.orgId }, async (tx) => {
-        const before = await recordOr404(tx, 'models', p.orgId, req.params.model_id as string, 'model', true);
-        const changes = changesOf(before, req.body);
-        if (Object.keys(changes).length === 0) return toModel(before);
-        const after = await tx
-          .updateTable('models')
-          .set({ ...valuesOf(changes), version: before.version + 1, updated_at: clock.now() })
-          .where('org_id', '=', p.orgId)
-          .where('id', '=', before.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        await audit(tx, req, p.orgId, { action: 'model.updated', targetType: 'model', targetId: before.id, details: changes });
-        return toModel(after);
-      });
+      return updateModel(db, clock, req, p.orgId, req.params.model_id as string, req.body);
     },
   );
 
@@ -210,10 +134,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     { ...caller('inventory:read'), schema: { summary: 'API and data resources', tags, response: { 200: items(resourceOut) } } },
     async (req) => {
       const p = actorOf(req);
-      const rows = await inScope(db, { orgId: p.orgId }, (tx) =>
-        tx.selectFrom('resources').selectAll().where('org_id', '=', p.orgId).orderBy('created_at').orderBy('id').execute(),
-      );
-      return { items: rows.map(toResource) };
+      return { items: await listResources(db, p.orgId) };
     },
   );
 
@@ -229,31 +150,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
       },
       async (req, reply) => {
         const p = actorOf(req);
-        const b = req.body as z.infer<typeof apiResourceIn> & z.infer<typeof dataResourceIn>;
-        const row = await inScope(db, { orgId: p.orgId }, async (tx) => {
-          const res = await tx
-            .insertInto('resources')
-            .values({
-              id: randomUUID(),
-              org_id: p.orgId,
-              resource_type: type,
-              name: b.name,
-              system: b.system,
-              base_url: b.base_url ?? null,
-              auth_type: b.auth_type ?? null,
-              criticality: b.criticality ?? null,
-              kind: b.kind ?? null,
-              classification: b.classification ?? null,
-              contains_personal_data: b.contains_personal_data ?? null,
-              region: b.region ?? null,
-              created_at: clock.now(),
-            })
-            .returningAll()
-            .executeTakeFirstOrThrow();
-          await audit(tx, req, p.orgId, { action: `resource.${type}_created`, targetType: 'resource', targetId: res.id });
-          return res;
-        });
-        return reply.status(201).send(toResource(row));
+        return reply.status(201).send(await createResource(db, clock, req, p.orgId, type, req.body as ResourceIn));
       },
     );
   }
@@ -266,10 +163,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = actorOf(req);
-      const rows = await inScope(db, { orgId: p.orgId }, (tx) =>
-        tx.selectFrom('credential_refs').selectAll().where('org_id', '=', p.orgId).orderBy('created_at').orderBy('id').execute(),
-      );
-      return { items: rows.map(toCredential) };
+      return { items: await listCredentials(db, p.orgId) };
     },
   );
 
@@ -281,25 +175,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req, reply) => {
       const p = actorOf(req);
-      const row = await inScope(db, { orgId: p.orgId }, async (tx) => {
-        const now = clock.now();
-        const c = await tx
-          .insertInto('credential_refs')
-          .values({
-            id: randomUUID(),
-            org_id: p.orgId,
-            ...req.body,
-            rotation_interval_days: req.body.rotation_interval_days ?? null,
-            last_rotated_at: null,
-            created_at: now,
-            updated_at: now,
-          })
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        await audit(tx, req, p.orgId, { action: 'credential.created', targetType: 'credential', targetId: c.id, details: { provider: c.provider } });
-        return c;
-      });
-      return reply.status(201).send(toCredential(row));
+      return reply.status(201).send(await createCredential(db, clock, req, p.orgId, req.body));
     },
   );
 
@@ -318,29 +194,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     async (req) => {
       requireConfirmation(req.body);
       const p = actorOf(req);
-      return inScope(db, { orgId: p.orgId }, async (tx) => {
-        const before = await recordOr404(tx, 'credential_refs', p.orgId, req.params.credential_id as string, 'credential', true);
-        if (before.status === 'revoked') throw new ApiError('conflict', 'The credential is revoked.');
-        const now = clock.now();
-        const after = await tx
-          .updateTable('credential_refs')
-          .set({
-            ...(req.body.action === 'revoke' ? { status: 'revoked' } : { last_rotated_at: now }),
-            version: before.version + 1,
-            updated_at: now,
-          })
-          .where('org_id', '=', p.orgId)
-          .where('id', '=', before.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        await audit(tx, req, p.orgId, {
-          action: `credential.${req.body.action}`,
-          targetType: 'credential',
-          targetId: before.id,
-          details: { reason: req.body.reason },
-        });
-        return toCredential(after);
-      });
+      return actOnCredential(db, clock, req, p.orgId, req.params.credential_id as string, req.body);
     },
   );
 
@@ -359,13 +213,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = actorOf(req);
-      const rows = await inScope(db, { orgId: p.orgId }, (tx) => {
-        let q = tx.selectFrom('tools').selectAll().where('org_id', '=', p.orgId);
-        if (req.query.mcp_server_id) q = q.where('mcp_server_id', '=', req.query.mcp_server_id);
-        if (req.query.privilege_class) q = q.where('privilege_class', '=', req.query.privilege_class);
-        return q.orderBy('tool_key').execute();
-      });
-      return { items: rows.map(toTool) };
+      return { items: await listTools(db, p.orgId, req.query) };
     },
   );
 
@@ -374,42 +222,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     { ...caller('inventory:write'), schema: { summary: 'Register a tool', tags, body: toolIn, response: { 201: toolOut } } },
     async (req, reply) => {
       const p = actorOf(req);
-      const b = req.body;
-      const row = await unique('tool_key', `The tool ${b.tool_key}`, () =>
-        inScope(db, { orgId: p.orgId }, async (tx) => {
-          await checkReference(tx, p.orgId, 'mcp_server_id', 'mcp_servers', b.mcp_server_id);
-          await checkReference(tx, p.orgId, 'api_resource_id', 'resources', b.api_resource_id, 'api');
-          await checkReference(tx, p.orgId, 'data_resource_id', 'resources', b.data_resource_id, 'data');
-          await checkReference(tx, p.orgId, 'credential_ref_id', 'credential_refs', b.credential_ref_id);
-          const now = clock.now();
-          const t = await tx
-            .insertInto('tools')
-            .values({
-              id: randomUUID(),
-              org_id: p.orgId,
-              ...b,
-              mcp_server_id: b.mcp_server_id ?? null,
-              api_resource_id: b.api_resource_id ?? null,
-              data_resource_id: b.data_resource_id ?? null,
-              credential_ref_id: b.credential_ref_id ?? null,
-              operations: [...new Set(b.operations)],
-              input_schema: JSON.stringify(b.input_schema),
-              rate_limit_per_minute: null,
-              created_at: now,
-              updated_at: now,
-            })
-            .returningAll()
-            .executeTakeFirstOrThrow();
-          await audit(tx, req, p.orgId, {
-            action: 'tool.created',
-            targetType: 'tool',
-            targetId: t.id,
-            details: { tool_key: t.tool_key, privilege_class: t.privilege_class },
-          });
-          return t;
-        }),
-      );
-      return reply.status(201).send(toTool(row));
+      return reply.status(201).send(await createTool(db, clock, req, p.orgId, req.body));
     },
   );
 
@@ -427,21 +240,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = actorOf(req);
-      return inScope(db, { orgId: p.orgId }, async (tx) => {
-        const before = await recordOr404(tx, 'tools', p.orgId, req.params.tool_id as string, 'tool', true);
-        await checkReference(tx, p.orgId, 'credential_ref_id', 'credential_refs', req.body.credential_ref_id);
-        const changes = changesOf(before, req.body);
-        if (Object.keys(changes).length === 0) return toTool(before);
-        const after = await tx
-          .updateTable('tools')
-          .set({ ...valuesOf(changes), version: before.version + 1, updated_at: clock.now() })
-          .where('org_id', '=', p.orgId)
-          .where('id', '=', before.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        await audit(tx, req, p.orgId, { action: 'tool.updated', targetType: 'tool', targetId: before.id, details: changes });
-        return toTool(after);
-      });
+      return updateTool(db, clock, req, p.orgId, req.params.tool_id as string, req.body);
     },
   );
 
@@ -460,23 +259,7 @@ export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
     async (req) => {
       requireConfirmation(req.body);
       const p = actorOf(req);
-      return inScope(db, { orgId: p.orgId }, async (tx) => {
-        const before = await recordOr404(tx, 'tools', p.orgId, req.params.tool_id as string, 'tool', true);
-        const after = await tx
-          .updateTable('tools')
-          .set({ blocked: req.body.blocked, version: before.version + 1, updated_at: clock.now() })
-          .where('org_id', '=', p.orgId)
-          .where('id', '=', before.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        await audit(tx, req, p.orgId, {
-          action: req.body.blocked ? 'tool.blocked' : 'tool.unblocked',
-          targetType: 'tool',
-          targetId: before.id,
-          details: { reason: req.body.reason },
-        });
-        return toTool(after);
-      });
+      return blockTool(db, clock, req, p.orgId, req.params.tool_id as string, req.body);
     },
   );
 }

@@ -14,8 +14,8 @@ import {
   MCP_TRUST_STATE,
   MODEL_HOSTING,
   PRIVILEGE_CLASS,
-} from '../shared/enums.js';
-import { looksLikeKeyMaterial } from '../shared/secret-scanner.js';
+} from '../shared/index.js';
+import { looksLikeKeyMaterial } from '../shared/index.js';
 
 const url = (schemes: string[]) =>
   z

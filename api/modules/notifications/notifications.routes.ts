@@ -1,13 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { inScope } from '../../db/database.js';
 import { personOf } from '../../platform/auth.js';
-import { notFound } from '../../platform/errors.js';
 import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
 import { iso, timestamp } from '../../platform/schemas.js';
 import { caller } from '../../platform/route.js';
-import { listNotifications, markRead } from './notifications.repository.js';
+import { markNotificationRead, notificationsOf } from './notifications.service.js';
 
 const notificationOut = z.object({
   id: z.uuid(),
@@ -40,9 +38,7 @@ export async function notificationsRoutes(app: FastifyInstance): Promise<void> {
       const p = personOf(req);
       const scope = `notifications:${p.orgId}:${p.userId}`;
       const after = cursors.decode(scope, req.query.cursor);
-      const rows = await inScope(db, { orgId: p.orgId }, (tx) =>
-        listNotifications(tx, p.orgId, p.userId, after, req.query.limit),
-      );
+      const rows = await notificationsOf(db, p.orgId, p.userId, after, req.query.limit);
       return cursors.page(scope, rows, req.query.limit, (n) => ({ t: iso(n.created_at), id: n.id }), (n) => ({
         id: n.id,
         kind: n.kind,
@@ -68,10 +64,7 @@ export async function notificationsRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req, reply) => {
       const p = personOf(req);
-      const found = await inScope(db, { orgId: p.orgId }, (tx) =>
-        markRead(tx, p.orgId, p.userId, req.params.notification_id, clock.now()),
-      );
-      if (!found) throw notFound('No such notification.');
+      await markNotificationRead(db, clock, p.orgId, p.userId, req.params.notification_id);
       return reply.status(204).send(null);
     },
   );

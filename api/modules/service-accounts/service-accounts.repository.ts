@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../../db/database.js';
 import type { ServiceAccountsTable } from '../../db/schema.js';
@@ -60,6 +61,62 @@ export function nameTaken(tx: Tx, orgId: string, name: string) {
     .where('name', '=', name)
     .executeTakeFirst()
     .then(Boolean);
+}
+
+export function insertServiceAccount(
+  tx: Tx,
+  orgId: string,
+  a: { name: string; description: string; roles: string[]; clientId: string; secretHash: string; createdBy: string; createdAt: Date },
+): Promise<ServiceAccountRow> {
+  return tx
+    .insertInto('service_accounts')
+    .values({
+      id: randomUUID(),
+      org_id: orgId,
+      name: a.name,
+      description: a.description,
+      roles: a.roles,
+      client_id: a.clientId,
+      secret_hash: a.secretHash,
+      previous_secret_hash: null,
+      previous_valid_until: null,
+      created_by: a.createdBy,
+      created_at: a.createdAt,
+      last_used_at: null,
+      revoked_at: null,
+    })
+    .returning(publicColumns)
+    .executeTakeFirstOrThrow();
+}
+
+export function replaceSecret(tx: Tx, orgId: string, id: string, secretHash: string, previousValidUntil: Date): Promise<ServiceAccountRow> {
+  return tx
+    .updateTable('service_accounts')
+    // The replaced secret becomes the previous one; a secret replaced earlier ends now.
+    .set((eb) => ({ previous_secret_hash: eb.ref('secret_hash'), secret_hash: secretHash, previous_valid_until: previousValidUntil }))
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .returning(publicColumns)
+    .executeTakeFirstOrThrow();
+}
+
+export function markServiceAccountRevoked(tx: Tx, orgId: string, id: string, at: Date): Promise<ServiceAccountRow> {
+  return tx
+    .updateTable('service_accounts')
+    .set({ status: 'revoked', revoked_at: at })
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .returning(publicColumns)
+    .executeTakeFirstOrThrow();
+}
+
+export async function markServiceAccountUsed(tx: Tx, orgId: string, id: string, at: Date): Promise<void> {
+  await tx.updateTable('service_accounts').set({ last_used_at: at }).where('org_id', '=', orgId).where('id', '=', id).execute();
+}
+
+/** What authentication reads of an account on each request: its name, status and roles. */
+export function serviceAccountState(tx: Tx, orgId: string, id: string) {
+  return tx.selectFrom('service_accounts').select(['name', 'status', 'roles']).where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
 }
 
 /** What the token exchange reads by client ID, before any organisation is known. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { timestamp } from '../../platform/schemas.js';
-import { ROLE_KEYS } from '../roles/catalogue.js';
+import { ROLE_KEYS } from '../roles/index.js';
 
 /** Lower-case letters, digits and hyphens, starting and ending with a letter or digit. */
 export const SERVICE_ACCOUNT_NAME = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;

@@ -1,6 +1,6 @@
-import type { Db } from '../../db/database.js';
-import { inScope } from '../../db/database.js';
-import type { Clock } from '../../platform/context.js';
+import type { Clock } from '../../../lib/clock.js';
+import { inScope, type Db } from '../../db/database.js';
+import { serviceAccountState } from './service-accounts.repository.js';
 
 export interface ServiceAccountState {
   name: string;
@@ -34,14 +34,7 @@ export class ServiceAccountStates {
     const now = this.clock.now().getTime();
     const cached = this.entries.get(key);
     if (cached && now - cached.at < this.ttlMs) return cached.state;
-    const row = await inScope(this.db, { orgId }, (tx) =>
-      tx
-        .selectFrom('service_accounts')
-        .select(['name', 'status', 'roles'])
-        .where('org_id', '=', orgId)
-        .where('id', '=', id)
-        .executeTakeFirst(),
-    );
+    const row = await inScope(this.db, { orgId }, (tx) => serviceAccountState(tx, orgId, id));
     const state = row ? { name: row.name, status: row.status, roles: row.roles } : null;
     if (this.ttlMs > 0) {
       if (this.entries.size > 10_000) this.entries.clear();

@@ -1,31 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { z } from 'zod';
-import { inScope } from '../../db/database.js';
 import { actorOf } from '../../platform/auth.js';
-import { notFound } from '../../platform/errors.js';
 import { caller } from '../../platform/route.js';
-import { getOrganisation, type OrganisationRow } from '../tenants/tenants.repository.js';
-import { updateOrganisation } from '../tenants/tenants.service.js';
+import { updateOrganisation, type OrganisationRow } from '../tenants/index.js';
+import { CONTENT_RETENTION, settingsIn, settingsOut } from './settings.schemas.js';
+import { organisationSettings } from './settings.service.js';
 
-/** How much of an action's parameters and output Tollgate keeps (spec: Shared enumerations; docs/decisions.md). */
-export const CONTENT_RETENTION = ['metadata_only', 'redacted_excerpts'] as const;
-
-const settingsOut = z.object({
-  content_retention: z.enum(CONTENT_RETENTION),
-  approval_ttl_seconds: z.number().int(),
-  owners_count_as_self: z.boolean(),
-  version: z.number().int(),
-});
-const settingsIn = z.object({
-  content_retention: z.enum(CONTENT_RETENTION).nullable().optional(),
-  approval_ttl_seconds: z.number().int().min(60).max(86400).nullable().optional(),
-  owners_count_as_self: z
-    .boolean()
-    .nullable()
-    .optional()
-    .describe("an agent's owners may not approve its actions (opt-in)"),
-});
 const tags = ['Users, roles and settings'];
 
 const toSettings = (o: OrganisationRow) => ({
@@ -47,9 +27,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = actorOf(req);
-      const org = await inScope(db, { orgId: p.orgId }, (tx) => getOrganisation(tx, p.orgId));
-      if (!org) throw notFound();
-      return toSettings(org);
+      return toSettings(await organisationSettings(db, p.orgId));
     },
   );
 
@@ -66,7 +44,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = actorOf(req);
-      return toSettings(await updateOrganisation(db, req, p.orgId, req.body, 'settings.updated'));
+      return toSettings(await updateOrganisation(db, req, p.orgId, req.body, 'settings.updated', req.headers['if-match']));
     },
   );
 }

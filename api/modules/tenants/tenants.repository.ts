@@ -1,6 +1,6 @@
-import type { Selectable } from 'kysely';
+import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { OrganisationsTable } from '../../db/schema.js';
+import type { MembershipsTable, OrganisationsTable } from '../../db/schema.js';
 import { iso } from '../../platform/schemas.js';
 import type { PLANS, REGIONS } from './tenants.schemas.js';
 
@@ -10,6 +10,47 @@ export type OrganisationRow = Selectable<OrganisationsTable>;
 export function getOrganisation(tx: Tx, orgId: string, lock = false) {
   const q = tx.selectFrom('organisations').selectAll().where('id', '=', orgId);
   return (lock ? q.forUpdate() : q).executeTakeFirst();
+}
+
+export function insertOrganisation(tx: Tx, values: Insertable<OrganisationsTable>): Promise<OrganisationRow> {
+  return tx.insertInto('organisations').values(values).returningAll().executeTakeFirstOrThrow();
+}
+
+export function updateOrganisationRow(tx: Tx, orgId: string, values: Updateable<OrganisationsTable>): Promise<OrganisationRow> {
+  return tx.updateTable('organisations').set(values).where('id', '=', orgId).returningAll().executeTakeFirstOrThrow();
+}
+
+/**
+ * Makes a person a member of the organisation. Here rather than in the users module because an
+ * organisation is created with its first member, and the tenants module sits below users.
+ */
+export async function insertMembership(tx: Tx, values: Insertable<MembershipsTable>): Promise<void> {
+  await tx.insertInto('memberships').values(values).execute();
+}
+
+/** The active organisations a person belongs to, oldest membership first. */
+export function organisationsOf(tx: Tx, userId: string) {
+  return tx
+    .selectFrom('memberships')
+    .innerJoin('organisations', 'organisations.id', 'memberships.org_id')
+    .select(['organisations.id', 'organisations.slug', 'organisations.name', 'memberships.roles'])
+    .where('memberships.user_id', '=', userId)
+    .where('memberships.status', '=', 'active')
+    .orderBy('memberships.created_at')
+    .execute();
+}
+
+/**
+ * The organisation with this slug among those the person belongs to, in a transaction scoped to the
+ * person alone: row-level security then shows that person's memberships only.
+ */
+export function memberOrganisationWithSlug(tx: Tx, slug: string) {
+  return tx
+    .selectFrom('memberships')
+    .innerJoin('organisations', 'organisations.id', 'memberships.org_id')
+    .select('organisations.id')
+    .where('organisations.slug', '=', slug)
+    .executeTakeFirst();
 }
 
 export function toTenant(o: OrganisationRow) {

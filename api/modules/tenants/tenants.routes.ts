@@ -1,14 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { inScope } from '../../db/database.js';
 import { actorOf, onboardingCallerOf, setSessionCookies } from '../../platform/auth.js';
 import { notFound } from '../../platform/errors.js';
 import { caller } from '../../platform/route.js';
-import { createSession, setSessionOrg } from '../auth/sessions.repository.js';
-import { getOrganisation, toTenant } from './tenants.repository.js';
+import { toTenant } from './tenants.repository.js';
 import { onboardIn, tenantOut, tenantPatchIn } from './tenants.schemas.js';
-import { createOrganisation, updateOrganisation } from './tenants.service.js';
+import { findOrganisation, onboardOrganisation, updateOrganisation } from './tenants.service.js';
 
 export async function tenantsRoutes(app: FastifyInstance): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -29,24 +27,21 @@ export async function tenantsRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req, reply) => {
       const p = onboardingCallerOf(req);
-      const now = clock.now();
-      const org = await createOrganisation(db, {
-        name: req.body.name,
-        slug: req.body.slug,
-        primaryRegion: req.body.primary_region,
-        creator: { userId: p.userId, displayName: req.body.admin_display_name },
-        correlationId: req.id,
-        now,
-      });
-      let csrf = p.csrfToken;
-      if (p.kind === 'person') {
-        // A signed-in person creating another organisation: the session moves to it.
-        await setSessionOrg(db, p.sessionId, org.id);
-      } else {
-        const session = await createSession(db, p.userId, org.id, now, config.sessionTtlSeconds);
-        setSessionCookies(app, reply, session);
-        csrf = session.csrfToken;
-      }
+      const { org, session } = await onboardOrganisation(
+        db,
+        {
+          name: req.body.name,
+          slug: req.body.slug,
+          primaryRegion: req.body.primary_region,
+          creator: { userId: p.userId, displayName: req.body.admin_display_name },
+          correlationId: req.id,
+          now: clock.now(),
+        },
+        p.kind === 'person' ? p.sessionId : null,
+        config.sessionTtlSeconds,
+      );
+      if (session) setSessionCookies(app, reply, session);
+      const csrf = session ? session.csrfToken : p.csrfToken;
       return reply.status(201).send({ tenant: toTenant(org), roles: ['org_admin'], csrf_token: csrf });
     },
   );
@@ -59,7 +54,7 @@ export async function tenantsRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = actorOf(req);
-      const org = await inScope(db, { orgId: p.orgId }, (tx) => getOrganisation(tx, p.orgId));
+      const org = await findOrganisation(db, p.orgId);
       if (!org) throw notFound();
       return toTenant(org);
     },
@@ -78,7 +73,7 @@ export async function tenantsRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = actorOf(req);
-      return toTenant(await updateOrganisation(db, req, p.orgId, { name: req.body.name }, 'tenant.updated'));
+      return toTenant(await updateOrganisation(db, req, p.orgId, { name: req.body.name }, 'tenant.updated', req.headers['if-match']));
     },
   );
 }

@@ -1,15 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
+import type { RequestContext } from '../../platform/context.js';
 import { inScope, type Db } from '../../db/database.js';
 import { changesOf, valuesOf } from '../../platform/changes.js';
 import { ApiError, notFound } from '../../platform/errors.js';
 import { checkIfMatch } from '../../platform/if-match.js';
-import { audit } from '../audit/audit.js';
 import { isUniqueViolation } from '../../platform/schemas.js';
-import { recordAudit } from '../audit/audit.repository.js';
-import { seedSampleTools } from '../inventory/sample-tools.js';
-import { notify } from '../notifications/notifications.repository.js';
-import { getOrganisation, type OrganisationRow } from './tenants.repository.js';
+import { audit, recordAudit } from '../audit/index.js';
+import { seedSampleTools } from '../inventory/index.js';
+import { notify } from '../notifications/index.js';
+import { createSession, setSessionOrg, type NewSession } from '../sessions/index.js';
+import {
+  getOrganisation,
+  insertMembership,
+  insertOrganisation,
+  updateOrganisationRow,
+  type OrganisationRow,
+} from './tenants.repository.js';
 
 export interface NewOrganisation {
   name: string;
@@ -20,6 +26,11 @@ export interface NewOrganisation {
   now: Date;
 }
 
+/** Reads one organisation in its own scope. */
+export function findOrganisation(db: Db, orgId: string): Promise<OrganisationRow | undefined> {
+  return inScope(db, { orgId }, (tx) => getOrganisation(tx, orgId));
+}
+
 /**
  * Creates an organisation with its creator as organisation administrator, in one transaction
  * scoped to the new organisation, so row-level security checks every row written.
@@ -28,22 +39,22 @@ export async function createOrganisation(db: Db, o: NewOrganisation): Promise<Or
   const id = randomUUID();
   try {
     return await inScope(db, { orgId: id, userId: o.creator.userId }, async (tx) => {
-      const org = await tx
-        .insertInto('organisations')
-        .values({ id, slug: o.slug, name: o.name, primary_region: o.primaryRegion, created_at: o.now, updated_at: o.now })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await tx
-        .insertInto('memberships')
-        .values({
-          org_id: id,
-          user_id: o.creator.userId,
-          display_name: o.creator.displayName,
-          roles: ['org_admin'],
-          created_at: o.now,
-          updated_at: o.now,
-        })
-        .execute();
+      const org = await insertOrganisation(tx, {
+        id,
+        slug: o.slug,
+        name: o.name,
+        primary_region: o.primaryRegion,
+        created_at: o.now,
+        updated_at: o.now,
+      });
+      await insertMembership(tx, {
+        org_id: id,
+        user_id: o.creator.userId,
+        display_name: o.creator.displayName,
+        roles: ['org_admin'],
+        created_at: o.now,
+        updated_at: o.now,
+      });
       await recordAudit(
         tx,
         id,
@@ -79,6 +90,25 @@ export async function createOrganisation(db: Db, o: NewOrganisation): Promise<Or
   }
 }
 
+/**
+ * Onboarding: creates the organisation, then moves the session `sessionId` of a signed-in person
+ * creating another organisation to it, or opens the first session of a caller who has none (the
+ * route sets its cookies).
+ */
+export async function onboardOrganisation(
+  db: Db,
+  o: NewOrganisation,
+  sessionId: string | null,
+  sessionTtlSeconds: number,
+): Promise<{ org: OrganisationRow; session: NewSession | null }> {
+  const org = await createOrganisation(db, o);
+  if (sessionId) {
+    await setSessionOrg(db, sessionId, org.id);
+    return { org, session: null };
+  }
+  return { org, session: await createSession(db, o.creator.userId, org.id, o.now, sessionTtlSeconds) };
+}
+
 export interface OrganisationPatch {
   name?: string | null;
   content_retention?: string | null;
@@ -92,23 +122,23 @@ export interface OrganisationPatch {
  */
 export function updateOrganisation(
   db: Db,
-  req: FastifyRequest,
+  req: RequestContext,
   orgId: string,
   patch: OrganisationPatch,
   action: string,
+  ifMatch: string | undefined,
 ): Promise<OrganisationRow> {
   return inScope(db, { orgId }, async (tx) => {
     const org = await getOrganisation(tx, orgId, true);
     if (!org) throw notFound();
-    checkIfMatch(req.headers['if-match'], org.version, false);
+    checkIfMatch(ifMatch, org.version, false);
     const changes = changesOf(org, patch);
     if (Object.keys(changes).length === 0) return org;
-    const updated = await tx
-      .updateTable('organisations')
-      .set({ ...valuesOf(changes), version: org.version + 1, updated_at: req.server.deps.clock.now() })
-      .where('id', '=', orgId)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const updated = await updateOrganisationRow(tx, orgId, {
+      ...valuesOf(changes),
+      version: org.version + 1,
+      updated_at: req.server.deps.clock.now(),
+    });
     await audit(tx, req, orgId, { action, targetType: 'tenant', targetId: orgId, details: changes });
     return updated;
   });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type Updateable } from 'kysely';
 import type { Db, Tx } from '../../db/database.js';
+import type { MembershipsTable } from '../../db/schema.js';
 import { isUniqueViolation, likePattern } from '../../platform/schemas.js';
 import type { Position } from '../../platform/pagination.js';
 
@@ -54,6 +55,26 @@ export function getMember(tx: Tx, orgId: string, userId: string) {
     .where('memberships.org_id', '=', orgId)
     .where('memberships.user_id', '=', userId)
     .executeTakeFirst();
+}
+
+/** What a membership change starts from, locked until the transaction ends. */
+export function lockMembership(tx: Tx, orgId: string, userId: string) {
+  return tx
+    .selectFrom('memberships')
+    .select(['roles', 'status', 'display_name', 'version'])
+    .where('org_id', '=', orgId)
+    .where('user_id', '=', userId)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export async function updateMembership(
+  tx: Tx,
+  orgId: string,
+  userId: string,
+  values: Updateable<MembershipsTable>,
+): Promise<void> {
+  await tx.updateTable('memberships').set(values).where('org_id', '=', orgId).where('user_id', '=', userId).execute();
 }
 
 export function listMembers(tx: Tx, orgId: string, opts: { q?: string; after?: Position; limit: number }) {

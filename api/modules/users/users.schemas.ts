@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { email, timestamp } from '../../platform/schemas.js';
-import { ROLE_KEYS } from '../roles/catalogue.js';
+import { ROLE_KEYS } from '../roles/index.js';
 
 const role = z.enum(ROLE_KEYS);
 

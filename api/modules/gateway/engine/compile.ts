@@ -1,38 +1,9 @@
 import { Environment } from '@marcbachmann/cel-js';
 import { RE2JS } from 're2js';
 import { FALLBACK, translateCel } from './cel-fast.js';
-import { readPath } from './fields.js';
+import { DOCUMENT_LAYOUT, fieldType, readPath, type FieldType } from './fields.js';
 import { OPERATORS } from './operators.js';
-import type { Condition, Rule } from './types.js';
-
-/** The type of a condition field, as operand checks see it. */
-export type FieldType = 'string' | 'number' | 'boolean' | 'any';
-
-/**
- * Every field a condition may name (docs/policies.md), with its type. `action.parameters.<name>` names
- * any parameter of the request (type `any`).
- */
-export const FIELDS: Record<string, { type: FieldType; description: string }> = {
-  'tool.key': { type: 'string', description: 'The tool key of the request' },
-  'tool.privilege_class': { type: 'string', description: 'read, write, destructive, financial or admin' },
-  'tool.approval_class': { type: 'string', description: 'none, single or dual' },
-  'tool.target_type': { type: 'string', description: 'mcp_tool (the tool is on an MCP server) or tool' },
-  'tool.mcp_trust_state': { type: 'string', description: "The MCP server's trust state; null for other tools" },
-  'action.operation': { type: 'string', description: 'The operation (default invoke)' },
-  'action.target': { type: 'string', description: 'The target URI' },
-  'action.amount': { type: 'number', description: 'parameters.amount when it is a number, else null' },
-  'action.currency': { type: 'string', description: 'parameters.currency when it is a string, else null' },
-  'action.parameters': { type: 'any', description: 'The parameters object; action.parameters.<name> reads one' },
-  'action.justification': { type: 'string', description: "The agent's justification, or null" },
-  'agent.id': { type: 'string', description: "The agent's id" },
-  'agent.environment': { type: 'string', description: "The agent's environment" },
-  'agent.criticality': { type: 'string', description: "The agent's criticality" },
-  'agent.data_classification': { type: 'string', description: "The agent's data classification" },
-  'principal.on_behalf_of': { type: 'string', description: 'The principal the agent acts for, or null' },
-  environment: { type: 'string', description: "The action's environment, else the agent's" },
-  'time.hour': { type: 'number', description: 'Hour of the decision, 0-23, UTC' },
-  'time.weekday': { type: 'number', description: 'Day of the week of the decision, 0 (Sunday) to 6, UTC' },
-};
+import type { CompiledCondition, CompiledRule, Condition, Rule } from './types.js';
 
 export type OperandType = 'scalar' | 'number' | 'string' | 'list' | 'boolean' | 'regex' | 'cel';
 
@@ -62,20 +33,6 @@ export const OPERATOR_SPECS: Record<string, { operand: OperandType; description:
   },
 };
 
-/** A condition ready to run: `test` reads the decision document. */
-export interface CompiledCondition extends Condition {
-  test: (doc: Record<string, unknown>) => boolean;
-}
-
-/** A rule whose conditions are compiled; `policy` names the policy it came from. */
-export interface CompiledRule extends Rule {
-  policy?: string;
-  /** The conditions as written (the explain trace lists them so). */
-  compiled: CompiledCondition[];
-  /** The same, cheapest first: comparisons, then regular expressions, then CEL. All must hold, so order changes no result. */
-  ordered: CompiledCondition[];
-}
-
 export interface PolicyProblem {
   rule: string;
   rule_index: number;
@@ -96,33 +53,26 @@ const MAX_CEL_LENGTH = 2000;
 const COST: Record<string, number> = Object.fromEntries(Object.keys(OPERATOR_SPECS).map((op) => [op, op === 'cel' ? 2 : op === 'matches' ? 1 : 0]));
 const MAX_REGEX_LENGTH = 1000;
 
+const CEL_LIMITS = { maxAstNodes: 1000, maxDepth: 32, maxListElements: 100, maxMapEntries: 100, maxCallArguments: 16 };
+
 /**
  * One CEL environment: the decision document with its keys declared, so a misspelt key is refused when
  * the policy is written instead of never matching; bounded in size and depth. Values that may be null
  * are `dyn`; `action.parameters` is the request's own map.
  */
-const celCheckEnv = new Environment({ limits: { maxAstNodes: 1000, maxDepth: 32, maxListElements: 100, maxMapEntries: 100, maxCallArguments: 16 } })
-  .registerVariable({
-    name: 'tool',
-    schema: { key: 'string', privilege_class: 'dyn', approval_class: 'dyn', target_type: 'string', mcp_trust_state: 'dyn' },
-  })
-  .registerVariable({
-    name: 'action',
-    schema: { operation: 'string', target: 'string', amount: 'dyn', currency: 'dyn', parameters: 'map', justification: 'dyn' },
-  })
-  .registerVariable({ name: 'agent', schema: { id: 'string', environment: 'string', criticality: 'string', data_classification: 'dyn' } })
-  .registerVariable({ name: 'principal', schema: { on_behalf_of: 'dyn' } })
-  .registerVariable('environment', 'string')
-  .registerVariable({ name: 'time', schema: { hour: 'dyn', weekday: 'dyn' } });
+const celCheckEnv = DOCUMENT_LAYOUT.reduce(
+  (env, part) =>
+    part.fields
+      ? env.registerVariable({ name: part.name, schema: Object.fromEntries(part.fields.map((f) => [f.name, f.spec.cel])) })
+      : env.registerVariable(part.name, part.spec.cel),
+  new Environment({ limits: CEL_LIMITS }),
+);
 
 /** The environment programs run in: the same variables as plain maps, so no value is converted per call. */
-const celRunEnv = new Environment({ limits: { maxAstNodes: 1000, maxDepth: 32, maxListElements: 100, maxMapEntries: 100, maxCallArguments: 16 } })
-  .registerVariable('tool', 'map')
-  .registerVariable('action', 'map')
-  .registerVariable('agent', 'map')
-  .registerVariable('principal', 'map')
-  .registerVariable('environment', 'string')
-  .registerVariable('time', 'map');
+const celRunEnv = DOCUMENT_LAYOUT.reduce(
+  (env, part) => env.registerVariable(part.name, part.fields ? 'map' : part.spec.cel),
+  new Environment({ limits: CEL_LIMITS }),
+);
 
 const COMPREHENSIONS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
 
@@ -194,12 +144,6 @@ function runCel(program: (ctx: Record<string, unknown>) => unknown, doc: Record<
 const isScalar = (v: unknown) => v === null || ['string', 'number', 'boolean'].includes(typeof v);
 const typeOf = (v: unknown): FieldType | 'null' | 'other' =>
   v === null ? 'null' : typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? (typeof v as FieldType) : 'other';
-
-function fieldType(field: string): FieldType | undefined {
-  if (FIELDS[field]) return FIELDS[field].type;
-  if (/^action\.parameters\.[A-Za-z0-9_.-]{1,200}$/.test(field)) return 'any';
-  return undefined;
-}
 
 /** Compiles one condition, or says what is wrong with it. */
 function compileCondition(c: Condition): CompiledCondition | string {

@@ -3,8 +3,6 @@
  * nothing but its arguments, so POST /actions, the console and policy simulation share it, and
  * decision cases are data (test/fixtures/decisions).
  */
-import type { CompiledRule } from './compile.js';
-
 export type Effect = 'allow' | 'deny' | 'require_approval';
 
 export interface ActionRequest {
@@ -65,6 +63,20 @@ export interface Rule {
   reason_code: string;
   conditions: Condition[];
   obligations?: { approvals_required?: number };
+}
+
+/** A condition ready to run: `test` reads the decision document. */
+export interface CompiledCondition extends Condition {
+  test: (doc: Record<string, unknown>) => boolean;
+}
+
+/** A rule whose conditions are compiled; `policy` names the policy it came from. */
+export interface CompiledRule extends Rule {
+  policy?: string;
+  /** The conditions as written (the explain trace lists them so). */
+  compiled: CompiledCondition[];
+  /** The same, cheapest first: comparisons, then regular expressions, then CEL. All must hold, so order changes no result. */
+  ordered: CompiledCondition[];
 }
 
 export interface DenyClassRule {

@@ -1,4 +1,4 @@
-import { findSecrets } from '../../../shared/secret-scanner.js';
+import { findSecrets } from '../../../shared/index.js';
 import { deny, pass, type Step } from '../context.js';
 
 /** Baseline: parameters carrying key-like material are denied (SECRET_DETECTED); where, never what. */

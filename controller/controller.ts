@@ -1,20 +1,21 @@
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { Informer, KINDS, type ResourceRef } from './informers.js';
-import { objectKey, statusOf } from './kube.js';
+import { Informer, type EventHandler, type EventType } from './informers.js';
+import { KIND_NAMES, KINDS, type Kind, type KindObject, type Status, type TollgateObject, type ToolSpec } from './kinds.js';
+import { objectKey, statusOf, type ResourceRef } from './kube.js';
 import { LeaderElector, leaseClient, type LeaderElectorOptions } from './leader.js';
 import { ObjectWriter, secretStore, setCondition } from './objects.js';
-import { WorkQueue } from './queue.js';
+import { WorkQueue, type ReconcileResult } from './queue.js';
 import { agentReconciler } from './reconcilers/agent.js';
 import { mcpServerReconciler, toolReconciler } from './reconcilers/inventory.js';
 import { policyReconciler } from './reconcilers/policy.js';
-import { Waiting, type Kind, type KindReconciler, type Outcome, type ReconcileContext } from './reconcilers/types.js';
-import { RegistryError, type RegistryClient } from './registry.js';
-import { FINALIZER, ORGANISATION_ANNOTATION, type Status, type TollgateObject, type ToolSpec } from './resources.js';
+import type { Informers, KindReconciler, Outcome, ReconcileContext } from './reconcilers/types.js';
+import { AGENT_LABEL, FINALIZER, IDENTITY_ANNOTATION, IDENTITY_SECRET_SELECTOR, ORGANISATION_ANNOTATION } from './resources.js';
+import { TollgateApiError, type TollgateApi } from './tollgate-api.js';
 
 export interface ControllerOptions {
   kubeConfig: KubeConfig;
-  registry: RegistryClient;
+  api: TollgateApi;
   /** The slug of the organisation the credential belongs to (GET /tenants/current). */
   organisation: string;
   /** Reconcile namespaces without the tollgate.dev/organization annotation. Default true. */
@@ -33,11 +34,12 @@ export interface ControllerOptions {
   log: Logger;
 }
 
-const ALL_KINDS = Object.keys(KINDS) as Kind[];
+/** The Agents' identity Secrets (core/v1), which the controller watches besides its kinds. */
+const SECRETS: ResourceRef = { group: '', version: 'v1', plural: 'secrets' };
 
 /** The name an object takes in the registry: two objects of one organisation may not share it. */
 function registryName(kind: Kind, obj: TollgateObject): string {
-  return kind === 'Tool' ? (obj.spec as unknown as ToolSpec).toolKey : obj.metadata!.name!;
+  return kind === 'Tool' ? (obj.spec as ToolSpec).toolKey : obj.metadata!.name!;
 }
 
 function earlier(a: TollgateObject, b: TollgateObject): boolean {
@@ -86,15 +88,15 @@ class NamespaceScope {
 
 /**
  * `tollgate controller`: one leader per organisation (a coordination.k8s.io Lease) runs a work queue and
- * an informer per kind and reconciles every Agent, Tool, MCPServer and Policy of its namespaces into the
- * registry through the central API. Standbys wait for the Lease. stop() finishes the reconciles in
+ * an informer per kind (and one on the Agents' identity Secrets) and reconciles every Agent, Tool,
+ * MCPServer and Policy of its namespaces into the registry through the Tollgate API. Standbys wait for the Lease. stop() finishes the reconciles in
  * flight, releases the Lease (a standby takes over at once) and closes the API connections.
  */
 export class Controller {
   private readonly elector: LeaderElector;
   private readonly writer: ObjectWriter;
   private readonly scope: NamespaceScope;
-  private informers?: Record<Kind, Informer<TollgateObject>>;
+  private informers?: Informers;
   private reconcilers?: Record<Kind, KindReconciler>;
   private readonly log: Logger;
   /** Reconciles finished since the start (tests and the benchmark watch it). */
@@ -132,7 +134,7 @@ export class Controller {
   /** Graceful shutdown: reconciles in flight finish, the Lease is released, connections close. */
   async stop(): Promise<void> {
     await this.elector.release();
-    await this.opts.registry.close();
+    await this.opts.api.close();
     this.log.info('controller stopped');
   }
 
@@ -140,27 +142,16 @@ export class Controller {
   private async lead(signal: AbortSignal): Promise<void> {
     this.log.info('leading: starting informers');
     const queues = Object.fromEntries(
-      ALL_KINDS.map((kind) => [
+      KIND_NAMES.map((kind) => [
         kind,
         new WorkQueue({
           onError: (key, err) => this.log.warn({ kind, key, err: describe(err) }, 'reconcile failed; retrying with backoff'),
         }),
       ]),
     ) as Record<Kind, WorkQueue>;
-    const informers = Object.fromEntries(
-      ALL_KINDS.map((kind) => [
-        kind,
-        new Informer<TollgateObject>(this.opts.kubeConfig, KINDS[kind], {
-          queue: queues[kind],
-          // Status-only changes (our own writes among them) are not worth a reconcile.
-          changed: (old, obj) =>
-            old?.metadata?.generation !== obj.metadata?.generation ||
-            !!old?.metadata?.deletionTimestamp !== !!obj.metadata?.deletionTimestamp,
-          onError: (err) => this.log.warn({ kind, err: describe(err) }, 'watch failed; resuming with backoff'),
-        }),
-      ]),
-    ) as Record<Kind, Informer<TollgateObject>>;
-    const ctx: ReconcileContext = { registry: this.opts.registry, informers, secrets: secretStore(this.opts.kubeConfig) };
+    const informers = this.watchKinds(queues);
+    const secrets = this.watchIdentitySecrets(queues.Agent, informers);
+    const ctx: ReconcileContext = { api: this.opts.api, informers, secrets: secretStore(this.opts.kubeConfig) };
     this.informers = informers;
     this.reconcilers = {
       Agent: agentReconciler(ctx),
@@ -168,46 +159,116 @@ export class Controller {
       MCPServer: mcpServerReconciler(ctx),
       Policy: policyReconciler(ctx),
     };
-    for (const informer of Object.values(informers)) informer.start();
+    const all = [...Object.values(informers), secrets];
+    for (const informer of all) informer.start();
     const stopping = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
     try {
+      // The kinds' caches only: the Secrets' is a trigger that reconciles do not read, and may be refused (RBAC).
       while (!signal.aborted && !Object.values(informers).every((i) => i.hasSynced())) {
         await Promise.race([stopping, new Promise((r) => setTimeout(r, 50))]);
       }
       if (signal.aborted) return;
       this.log.info('caches synced: reconciling');
       const resync = setInterval(() => {
-        for (const kind of ALL_KINDS) for (const obj of informers[kind].list()) queues[kind].add(objectKey(obj));
+        for (const kind of KIND_NAMES) for (const obj of informers[kind].list()) queues[kind].add(objectKey(obj));
       }, this.opts.resyncMs ?? 300_000);
       const workers = this.opts.workers ?? 4;
-      const running = ALL_KINDS.map((kind) => queues[kind].run(workers, (key) => this.reconcile(kind, key)));
+      const running = KIND_NAMES.map((kind) => queues[kind].run(workers, (key) => this.reconcile(kind, key)));
       await stopping;
       clearInterval(resync);
-      await Promise.all(ALL_KINDS.map((kind) => queues[kind].shutDown()));
+      await Promise.all(KIND_NAMES.map((kind) => queues[kind].shutDown()));
       await Promise.all(running);
     } finally {
-      await Promise.all(Object.values(informers).map((i) => i.stop()));
+      await Promise.all(all.map((i) => i.stop()));
       this.log.info('leading ended: informers stopped');
     }
   }
 
+  /**
+   * An informer per kind. Each queues its own objects when their spec changes or their deletion starts
+   * (status-only changes, the controller's own writes among them, are not worth a reconcile), and the
+   * objects that wait for it once it is registered: an MCPServer's Tools, a Tool's Agents.
+   */
+  private watchKinds(queues: Record<Kind, WorkQueue>): Informers {
+    const informer = <K extends Kind>(kind: K, ...waiting: EventHandler<KindObject<K>>[]) =>
+      new Informer<KindObject<K>>(this.opts.kubeConfig, KINDS[kind], {
+        handlers: [{ queue: queues[kind], predicate: specChanged }, ...waiting],
+        onError: (err) => this.log.warn({ kind, err: describe(err) }, 'watch failed; resuming with backoff'),
+      });
+    const sameNamespace = (a: TollgateObject, b: TollgateObject) => a.metadata?.namespace === b.metadata?.namespace;
+    const informers: Informers = {
+      Agent: informer('Agent'),
+      Tool: informer('Tool', {
+        queue: queues.Agent,
+        predicate: registered,
+        keysOf: (tool) =>
+          informers.Agent.list()
+            .filter((a) => sameNamespace(a, tool) && (a.spec.tools ?? []).some((t) => t.tool === tool.spec.toolKey))
+            .map(objectKey),
+      }),
+      MCPServer: informer('MCPServer', {
+        queue: queues.Tool,
+        predicate: registered,
+        keysOf: (server) =>
+          informers.Tool.list()
+            .filter((t) => sameNamespace(t, server) && t.spec.mcpServerRef?.name === server.metadata?.name)
+            .map(objectKey),
+      }),
+      Policy: informer('Policy'),
+    };
+    return informers;
+  }
+
+  /**
+   * The identity Secrets (selected by their labels; the cache keeps their metadata only, no credential):
+   * one deleted, or holding another identity than the controller wrote, requeues its Agent at once instead
+   * of at the next resync, as cert-manager does with the Secrets it owns. Their creation is the
+   * controller's own write, not worth a reconcile. Without RBAC to watch Secrets cluster-wide (the chart's
+   * secretsScope=namespaces) the resync alone repairs a lost one.
+   */
+  private watchIdentitySecrets(agents: WorkQueue, informers: Informers): Informer<V1Secret> {
+    const annotation = (s: V1Secret | undefined) => s?.metadata?.annotations?.[IDENTITY_ANNOTATION];
+    let refused = false;
+    return new Informer<V1Secret>(this.opts.kubeConfig, SECRETS, {
+      labelSelector: IDENTITY_SECRET_SELECTOR,
+      transform: (s) => ({ apiVersion: s.apiVersion, kind: s.kind, metadata: s.metadata }),
+      handlers: [
+        {
+          queue: agents,
+          predicate: (type, secret, old) => type === 'DELETED' || (type === 'MODIFIED' && annotation(secret) !== annotation(old)),
+          keysOf: (secret) => {
+            const key = `${secret.metadata!.namespace!}/${secret.metadata!.labels![AGENT_LABEL]!}`;
+            const agent = informers.Agent.get(key);
+            // An Agent being deleted deletes its Secret itself.
+            return agent && !agent.metadata?.deletionTimestamp ? [key] : [];
+          },
+        },
+      ],
+      onError: (err) => {
+        if (statusOf(err) !== 403) return this.log.warn({ err: describe(err) }, 'watch of identity Secrets failed; resuming with backoff');
+        if (!refused) this.log.warn('no permission to watch Secrets in every namespace: a lost identity Secret is repaired at the next resync');
+        refused = true;
+      },
+    });
+  }
+
   /** One pass over one object: the finalizer on delete, else apply and report in the status. */
-  private async reconcile(kind: Kind, key: string): Promise<void> {
-    const obj = this.informers![kind].get(key);
-    if (!obj) return; // gone: its finalizer ran before
-    if (!(await this.scope.manages(obj.metadata!.namespace!))) return;
+  private async reconcile(kind: Kind, key: string): Promise<ReconcileResult | undefined> {
+    const obj: TollgateObject | undefined = this.informers![kind].get(key);
+    if (!obj) return undefined; // gone: its finalizer ran before
+    if (!(await this.scope.manages(obj.metadata!.namespace!))) return undefined;
     const ref = KINDS[kind];
     const reconciler = this.reconcilers![kind];
     const finalizers = obj.metadata!.finalizers ?? [];
     const conflict = this.conflictOf(kind, obj);
 
     if (obj.metadata!.deletionTimestamp) {
-      if (!finalizers.includes(FINALIZER)) return;
+      if (!finalizers.includes(FINALIZER)) return undefined;
       if (!conflict && reconciler.finalize) await reconciler.finalize(obj);
       await this.ignoreGone(this.writer.setFinalizers(ref, obj, finalizers.filter((f) => f !== FINALIZER)));
       this.log.info({ kind, key }, conflict ? 'deleted (held no registry record)' : 'deleted: registry side done');
       this.reconciles++;
-      return;
+      return undefined;
     }
 
     let current = obj;
@@ -245,6 +306,7 @@ export class Controller {
     }
     await this.report(ref, current, outcome);
     this.reconciles++;
+    return { requeueAfterMs: outcome.requeueAfterMs };
   }
 
   /** Another object of the kind, older, that stands for the same registry record. */
@@ -295,10 +357,24 @@ export class Controller {
   }
 }
 
+/** Whether a change of one of the controller's objects is worth reconciling it: not a status-only one. */
+function specChanged(type: EventType, obj: TollgateObject, old: TollgateObject | undefined): boolean {
+  return (
+    type !== 'MODIFIED' ||
+    old?.metadata?.generation !== obj.metadata?.generation ||
+    !!old?.metadata?.deletionTimestamp !== !!obj.metadata?.deletionTimestamp
+  );
+}
+
+/** Whether an object got its registry id: the objects that wait for it can go on. */
+function registered(type: EventType, obj: TollgateObject, old: TollgateObject | undefined): boolean {
+  const id = obj.status?.registryId;
+  return type !== 'DELETED' && !!id && id !== old?.status?.registryId;
+}
+
 /** The Ready=False outcome of a failed reconcile (the generation stays unobserved; the queue retries). */
 function failure(err: unknown): Outcome {
-  if (err instanceof Waiting) return { ready: false, reason: err.reason, message: err.message };
-  if (err instanceof RegistryError) {
+  if (err instanceof TollgateApiError) {
     const fields = (err.details as { fields?: { field: string; message: string }[] } | null)?.fields;
     const detail = fields?.length ? ` (${fields.map((f) => `${f.field}: ${f.message}`).join('; ')})` : '';
     return { ready: false, reason: 'RegistryRefused', message: `Tollgate answered ${err.message}${detail}` };

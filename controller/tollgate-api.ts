@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { GatewayApiError } from '../client/errors.js';
 import { TokenCache, type CredentialsSource } from '../client/tokens.js';
 import { apiErrorOf, Transport, type SendOptions } from '../client/transport.js';
+import { systemClock } from '../lib/clock.js';
 
-/** An error answer of the central API, in the spec's envelope (`status`, `code`, `message`, `details`). */
-export { GatewayApiError as RegistryError };
+/** An error answer of the Tollgate API, in the spec's envelope (`status`, `code`, `message`, `details`). */
+export { GatewayApiError as TollgateApiError };
 
-export interface RegistryClientOptions {
+export interface TollgateApiOptions {
   /** The central API, e.g. http://tollgate-api.tollgate.svc:8080 (the operations' /api/v1 is added). */
   baseUrl: string;
   /** The service account's credential, or a function reading it at each exchange (a mounted Secret updated on rotation). */
@@ -19,20 +20,20 @@ export interface RegistryClientOptions {
 const REFRESH_BEFORE_MS = 120_000;
 
 /**
- * The controller's client of the central API, on the gateway client's transport (keep-alive undici,
+ * The controller's HTTP client of the Tollgate API (the central service), on the gateway client's transport (keep-alive undici,
  * timeouts) and token cache: the service account's token, exchanged at POST /service-accounts/token,
  * refreshed before it expires and once more when the API answers 401 (a revoked session, an API
  * restarted with a new key). Every error answer is thrown as a GatewayApiError carrying the spec's
  * code; the client secret is never logged or thrown.
  */
-export class RegistryClient {
+export class TollgateApi {
   private readonly transport: Transport;
   private readonly tokens: TokenCache;
 
-  constructor(opts: RegistryClientOptions) {
+  constructor(opts: TollgateApiOptions) {
     const timeoutMs = opts.timeoutMs ?? 15_000;
     this.transport = new Transport(opts.baseUrl, { timeoutMs, connectTimeoutMs: 5_000 });
-    this.tokens = new TokenCache(opts.credentials, this.transport, { now: () => new Date() }, REFRESH_BEFORE_MS, '/service-accounts/token');
+    this.tokens = new TokenCache(opts.credentials, this.transport, systemClock, REFRESH_BEFORE_MS, '/service-accounts/token');
   }
 
   close(): Promise<void> {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { findSecrets } from '../shared/secret-scanner.js';
+import { findSecrets } from '../../shared/index.js';
+import type { DecisionState } from '../snapshot.js';
 
 /**
  * Simulated executors of the built-in sample tools (docs/gateway.md). Real tools are run by the
@@ -9,7 +10,7 @@ type Executor = (parameters: Record<string, unknown>) => Record<string, unknown>
 
 const ref = (prefix: string) => `${prefix}-${randomBytes(6).toString('hex').toUpperCase()}`;
 
-export const SAMPLE_EXECUTORS: Record<string, Executor> = {
+const SAMPLE_EXECUTORS: Record<string, Executor> = {
   'payments.create_payment': (p) => ({
     payment_reference: ref('PAY'),
     status: 'submitted',
@@ -26,6 +27,24 @@ export const SAMPLE_EXECUTORS: Record<string, Executor> = {
   'email.send_message': () => ({ message_id: ref('MSG'), status: 'queued' }),
   'storage.delete_object': (p) => ({ deleted: String(p.path ?? ''), status: 'deleted' }),
 };
+
+/** What running an allowed action gave. */
+export interface Execution {
+  status: 'succeeded' | 'failed' | 'not_run';
+  output: unknown;
+}
+
+/**
+ * Runs an allowed action: the built-in sample tools through their simulated executors with the
+ * tool's credential reference (which must not be revoked); other tools are authorised for the
+ * caller's proxy to run (state `approved`).
+ */
+export function execute(toolKey: string, tool: DecisionState['tool'], parameters: Record<string, unknown>): Execution {
+  const executor = SAMPLE_EXECUTORS[toolKey];
+  if (!tool?.builtin || !executor) return { status: 'not_run', output: null };
+  if (tool.credentialActive === false) return { status: 'failed', output: { error: 'credential_unavailable' } };
+  return { status: 'succeeded', output: executor(parameters) };
+}
 
 const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g;
 

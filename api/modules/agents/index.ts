@@ -1,0 +1,4 @@
+/** The agents module's public face: the registry's agents, their bindings and delegations. */
+export { agentUri } from './agents.repository.js';
+export { agentParams } from './agents.schemas.js';
+export { agentOr404, agentWithOwners } from './agents.service.js';

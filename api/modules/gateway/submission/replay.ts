@@ -1,0 +1,81 @@
+import type { Tx } from '../../../db/database.js';
+import { ApiError } from '../../../platform/errors.js';
+import { approvalOfAction, expireIfDue, type ApprovalRow } from '../../approvals/index.js';
+import type { EvidenceEvent } from '../../evidence/index.js';
+import type { ActionRow } from '../actions.repository.js';
+import type { ActionIn, SubmissionOut } from '../actions.schemas.js';
+import type { OrgView } from '../snapshot.js';
+import type { ApprovalTokens } from './approval-tokens.js';
+import { decideSubmission, type Submitter } from './records.js';
+import { actionById, redeemAction } from './submission.repository.js';
+
+function toSubmission(a: ActionRow, approval: ApprovalRow | undefined, replayed: boolean): SubmissionOut {
+  return {
+    action: { id: a.id, status: a.state as SubmissionOut['action']['status'] },
+    decision: { decision: a.decision as SubmissionOut['decision']['decision'], reason_codes: a.reason_codes },
+    execution: a.execution_status ? { status: a.execution_status, output_redacted: a.output_redacted } : null,
+    approval: approval
+      ? {
+          id: approval.id,
+          status: approval.status as NonNullable<SubmissionOut['approval']>['status'],
+          approvals_required: approval.approvals_required,
+          expires_at: approval.expires_at.toISOString(),
+        }
+      : null,
+    replayed,
+    idempotency_key: a.idempotency_key,
+  };
+}
+
+/**
+ * A resubmission under a key already used (`existing`, locked): another request under the key is a
+ * conflict; the same request answers as its replay, or with an approval token redeems the approval.
+ */
+export async function resubmit(
+  tx: Tx,
+  view: OrgView,
+  tokens: ApprovalTokens,
+  who: Submitter,
+  existing: ActionRow,
+  body: ActionIn,
+  hash: string,
+  now: Date,
+  events: EvidenceEvent[],
+): Promise<SubmissionOut> {
+  if (existing.request_hash !== hash) throw new ApiError('idempotency_conflict');
+  let approval = await approvalOfAction(tx, existing.id, true);
+  if (approval) approval = await expireIfDue(tx, approval, now);
+  if (body.approval_token && approval) {
+    const redeemed = await redeem(tx, view, tokens, who, existing, approval, body, now, events);
+    if (redeemed) return redeemed;
+  }
+  return toSubmission(await actionById(tx, existing.id), approval, true);
+}
+
+/**
+ * Resubmission with an approval token: the token must be this approval's, for this exact request,
+ * unexpired and unused. The action is decided again (a suspension since the approval still wins)
+ * with the approval present, and runs once.
+ */
+async function redeem(
+  tx: Tx,
+  view: OrgView,
+  tokens: ApprovalTokens,
+  who: Submitter,
+  action: ActionRow,
+  approval: ApprovalRow,
+  body: ActionIn,
+  now: Date,
+  events: EvidenceEvent[],
+): Promise<SubmissionOut | undefined> {
+  const token = body.approval_token!;
+  if (approval.status !== 'approved' || approval.token_used_at || !tokens.matches(token, approval.id, approval.request_hash)) {
+    return undefined;
+  }
+  const state = view.state(who.agentId, body.tool);
+  if (!state.agent) return undefined;
+  const decided = decideSubmission(who, action.id, body, action.request_hash, state, now, approval);
+  const updated = await redeemAction(tx, approval.id, action.id, decided.columns, now);
+  events.push(...decided.events);
+  return toSubmission(updated, { ...approval, token_used_at: now }, false);
+}

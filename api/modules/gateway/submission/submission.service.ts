@@ -1,0 +1,196 @@
+import type { Clock } from '../../../../lib/clock.js';
+import { inScope, type Db, type Tx } from '../../../db/database.js';
+import { ApiError, notFound } from '../../../platform/errors.js';
+import {
+  agentRateKey,
+  arrivalCounts,
+  enforceLimit,
+  RATE_WINDOW_MS,
+  rateLimited,
+  windowStartOf,
+  type HitCounter,
+} from '../../../platform/rate-limit.js';
+import { isUniqueViolation } from '../../../platform/schemas.js';
+import { appendEvidence, type EvidenceEvent, type EvidenceSigner } from '../../evidence/index.js';
+import type { ActionIn, SubmissionOut } from '../actions.schemas.js';
+import type { DecisionSnapshots, OrgView } from '../snapshot.js';
+import { requestHash, type ApprovalTokens } from './approval-tokens.js';
+import { GroupCommit } from './group-commit.js';
+import { prepare, type Prepared, type Submitter } from './records.js';
+import { resubmit } from './replay.js';
+import { insertAction, lockActionByKey, probeBatch, writeBatch } from './submission.repository.js';
+
+export interface SubmissionDeps {
+  db: Db;
+  clock: Clock;
+  evidence: EvidenceSigner;
+  snapshots: DecisionSnapshots;
+  hits: HitCounter;
+  tokens: ApprovalTokens;
+  /** The agents' gateway budget. */
+  gatewayPerMinute: number;
+}
+
+interface Job {
+  who: Submitter;
+  key: string;
+  body: ActionIn;
+  resolve: (result: SubmissionOut) => void;
+  reject: (err: unknown) => void;
+}
+
+type Outcome = { ok: SubmissionOut } | { error: unknown };
+
+export class SubmissionService {
+  private readonly batches = new GroupCommit<Job>((orgId, batch) => this.runBatch(orgId, batch));
+
+  constructor(private readonly deps: SubmissionDeps) {}
+
+  /**
+   * Submits (or resubmits) an action under an idempotency key. Submissions of one organisation are
+   * group-committed: while one batch's transaction runs, the next ones queue, and then go together in
+   * one transaction with one evidence append and one commit. An acknowledged decision is durable.
+   */
+  submit(who: Submitter, key: string, body: ActionIn): Promise<SubmissionOut> {
+    return new Promise((resolve, reject) => this.batches.add(who.orgId, { who, key, body, resolve, reject }));
+  }
+
+  /**
+   * One transaction for the batch. Submissions under new keys are decided in memory against the
+   * registry snapshot and written with one insert per table; replays, redemptions, repeated keys
+   * within the batch and keys another process took meanwhile go one by one; then one evidence append.
+   */
+  private async runBatch(orgId: string, batch: Job[]): Promise<void> {
+    const { db, clock, evidence, snapshots, gatewayPerMinute: limit } = this.deps;
+    const outcomes = new Map<Job, Outcome>();
+    try {
+      await inScope(db, { orgId }, async (tx) => {
+        outcomes.clear();
+        const now = clock.now();
+        // Gateway submissions count against their agent's budget here, in the batch's first statement.
+        const budgets = new Map<string, Job[]>();
+        for (const job of batch) {
+          if (job.who.source !== 'gateway') continue;
+          const k = agentRateKey(job.who.agentId);
+          const jobs = budgets.get(k);
+          if (jobs) jobs.push(job);
+          else budgets.set(k, [job]);
+        }
+        const windowStart = windowStartOf(now.getTime(), RATE_WINDOW_MS);
+        const { hits, version, taken, head } = await probeBatch(
+          tx,
+          orgId,
+          [...budgets].map(([key, jobs]) => ({ key, windowStart, count: jobs.length })),
+          batch.map((j) => ({ agentId: j.who.agentId, key: j.key })),
+        );
+        for (const [k, jobs] of budgets) {
+          arrivalCounts(Number(hits[k] ?? jobs.length), jobs.length).forEach((count, i) => {
+            if (count > limit) outcomes.set(jobs[i]!, { error: rateLimited(limit, windowStart + RATE_WINDOW_MS - now.getTime()) });
+          });
+        }
+        const view = await snapshots.load(tx, orgId, batch.map((j) => j.who.agentId), version);
+        const fresh: Prepared[] = [];
+        const inBatch = new Map<string, Prepared>();
+        const oneByOne: Job[] = [];
+        for (const job of batch) {
+          if (outcomes.has(job)) continue;
+          const pair = `${job.who.agentId} ${job.key}`;
+          if (taken.has(pair)) {
+            oneByOne.push(job);
+            continue;
+          }
+          const hash = requestHash(job.body);
+          const earlier = inBatch.get(pair);
+          if (earlier) {
+            // The same key earlier in this batch: its replay, or a conflict, as if it had been stored.
+            outcomes.set(
+              job,
+              earlier.action.request_hash === hash ? { ok: { ...earlier.result, replayed: true } } : { error: new ApiError('idempotency_conflict') },
+            );
+            continue;
+          }
+          const state = view.state(job.who.agentId, job.body.tool);
+          if (!state.agent) {
+            outcomes.set(job, { error: notFound('No such agent.') });
+            continue;
+          }
+          const prepared = prepare(job.who, job.key, job.body, hash, state, now);
+          fresh.push(prepared);
+          inBatch.set(pair, prepared);
+          outcomes.set(job, { ok: prepared.result });
+        }
+
+        // Replays and redemptions lock and update their rows one by one, first.
+        const events: EvidenceEvent[] = [];
+        for (const job of oneByOne) {
+          try {
+            outcomes.set(job, { ok: await this.process(tx, view, job.who, job.key, job.body, now, events) });
+          } catch (err) {
+            // A refusal (idempotency conflict, unknown agent) happens before its job writes anything.
+            if (!(err instanceof ApiError)) throw err;
+            outcomes.set(job, { error: err });
+          }
+        }
+        // Then every new action, its approval and all the evidence in one statement. A key another
+        // process took since the probe fails it, and the batch runs again one by one.
+        for (const f of fresh) events.push(...f.events);
+        if (events.length === 0) return;
+        await writeBatch(
+          tx,
+          evidence,
+          orgId,
+          head,
+          events,
+          now,
+          fresh.map((f) => f.action),
+          fresh.flatMap((f) => (f.approval ? [f.approval] : [])),
+        );
+      });
+    } catch {
+      // A statement failed and the batch rolled back: each submission runs again on its own.
+      for (const job of batch) this.submitAlone(job.who, job.key, job.body).then(job.resolve, job.reject);
+      return;
+    }
+    for (const job of batch) {
+      const outcome = outcomes.get(job)!;
+      if ('ok' in outcome) job.resolve(outcome.ok);
+      else job.reject(outcome.error);
+    }
+  }
+
+  /** One submission in its own transaction; a racing insert of the same key answers as its replay. */
+  private async submitAlone(who: Submitter, key: string, body: ActionIn): Promise<SubmissionOut> {
+    const { db, clock, evidence, snapshots, hits, gatewayPerMinute } = this.deps;
+    // The batch's hits rolled back with it.
+    if (who.source === 'gateway') await enforceLimit(hits, agentRateKey(who.agentId), gatewayPerMinute);
+    const once = () =>
+      inScope(db, { orgId: who.orgId }, async (tx) => {
+        const now = clock.now();
+        const events: EvidenceEvent[] = [];
+        const view = await snapshots.load(tx, who.orgId, [who.agentId]);
+        const result = await this.process(tx, view, who, key, body, now, events);
+        await appendEvidence(tx, evidence, who.orgId, events, now);
+        return result;
+      });
+    try {
+      return await once();
+    } catch (err) {
+      if (isUniqueViolation(err)) return once();
+      throw err;
+    }
+  }
+
+  /** Decides (or replays, or redeems an approval for) one submission; evidence goes to `events`. */
+  private async process(tx: Tx, view: OrgView, who: Submitter, key: string, body: ActionIn, now: Date, events: EvidenceEvent[]): Promise<SubmissionOut> {
+    const hash = requestHash(body);
+    const existing = await lockActionByKey(tx, who.orgId, who.agentId, key);
+    if (existing) return resubmit(tx, view, this.deps.tokens, who, existing, body, hash, now, events);
+
+    const state = view.state(who.agentId, body.tool);
+    if (!state.agent) throw notFound('No such agent.');
+    const prepared = prepare(who, key, body, hash, state, now);
+    await insertAction(tx, prepared.action, prepared.approval);
+    events.push(...prepared.events);
+    return prepared.result;
+  }
+}

@@ -1,0 +1,2 @@
+/** The notifications module's public face: notifying people. */
+export { notify } from './notifications.repository.js';

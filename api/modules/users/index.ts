@@ -1,0 +1,2 @@
+/** The users module's public face: people and their memberships. */
+export { findOrCreatePerson, findPerson } from './users.repository.js';
