@@ -28,6 +28,10 @@ kube: ## build the kube-apiserver and etcd the tests start (Go; about 8 minutes 
 helm: ## build the helm client the chart's tests run (Go; about 6 minutes once per pin, then cached in ~/.cache/tollgate/helm)
 	@bash scripts/build-helm.sh >/dev/null
 
+.PHONY: schemathesis
+schemathesis: ## install the API fuzzer the tests run (Python venv in .cache/venv; python3-venv from apt-get when missing)
+	@bash scripts/schemathesis-venv.sh >/dev/null
+
 dist/cli.js: $(NPM_STAMP) $(SOURCES)
 	npx tsc -p tsconfig.json
 	@touch $@
@@ -37,7 +41,7 @@ build: dist/cli.js ## compile TypeScript into dist/
 run: build ## start the API on http://127.0.0.1:8080 (embedded database in ./.data, demo organisation, dev sign-in)
 	SEED_DEMO=$${SEED_DEMO:-true} node dist/cli.js api
 
-test: build imports postgres kube helm ## run every test (starts a throwaway PostgreSQL unless DATABASE_URL is set, and a Kubernetes API server)
+test: build imports postgres kube helm schemathesis ## run every test (starts a throwaway PostgreSQL unless DATABASE_URL is set, and a Kubernetes API server)
 	@mkdir -p .cache
 	@rm -f .cache/vitest.json
 	@status=0; npx vitest run --reporter=default --reporter=json --outputFile.json=.cache/vitest.json || status=$$?; \

@@ -4,17 +4,19 @@ import cors from '@fastify/cors';
 import rateLimit from '@fastify/rate-limit';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { sql } from 'kysely';
 import { systemClock, type Clock } from '../lib/clock.js';
 import type { Config } from './config.js';
 import type { Db } from './db/database.js';
 import { registerAuthentication } from './platform/auth.js';
 import { ApiError } from './platform/errors.js';
-import { registerErrorHandler } from './platform/error-handler.js';
+import { clientErrorHandler, CORRELATION_HEADER, frameworkErrors, registerErrorHandler } from './platform/error-handler.js';
+import { jsonBodyParser, registerInputBoundary } from './platform/input.js';
 import { createLogger } from './platform/logger.js';
 import { API_PREFIX, registerOpenApi } from './platform/openapi.js';
+import { DatabaseProbe } from './platform/readiness.js';
 import { databaseRateLimitStore, HitCounter, rateGroupOf, rateLimited, rateKey, rateMax } from './platform/rate-limit.js';
 import { registerCallerExtension } from './platform/route.js';
+import { registerSecurityHeaders } from './platform/security-headers.js';
 import { registerTracing } from './platform/tracing.js';
 import { EvidenceSigner } from './modules/evidence/index.js';
 import { DecisionSnapshots } from './modules/gateway/index.js';
@@ -46,7 +48,7 @@ declare module './platform/context.js' {
   }
 }
 
-export const CORRELATION_HEADER = 'x-correlation-id';
+export { CORRELATION_HEADER };
 const CORRELATION_ID = /^[A-Za-z0-9._-]{8,100}$/;
 
 /**
@@ -70,6 +72,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const given = req.headers[CORRELATION_HEADER];
       return typeof given === 'string' && CORRELATION_ID.test(given) ? given : randomUUID();
     },
+    // What the router and Node's HTTP parser refuse before a route runs, in the envelope too.
+    frameworkErrors,
+    clientErrorHandler,
   });
   const tokens = new TokenService(config.tokenSigningSeed, () => clock.now());
   const revocations = new RevocationCache(deps.db, clock, config.revocationCacheMs);
@@ -82,20 +87,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     tokens,
     revocations,
     serviceAccounts,
-    evidence: new EvidenceSigner(config.tokenSigningSeed),
+    evidence: new EvidenceSigner(config.evidenceSigningSeed, config.evidencePreviousSeeds),
     hits: new HitCounter(deps.db, clock),
     snapshots: new DecisionSnapshots(),
   });
-  // An empty JSON body is no body: operations that take none accept it, the others answer 422 naming
-  // the body. Non-empty bodies keep fastify's parser and its prototype-poisoning protection.
-  const jsonParser = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) =>
-    (body as string).trim() === '' ? done(null, undefined) : jsonParser(req, body as string, done),
-  );
+  // JSON only (any other content type answers 415), parsed by the input boundary's parser.
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser(app));
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
+  await registerSecurityHeaders(app);
   await registerTracing(app, config);
   await app.register(cookie, { secret: config.sessionSecret });
   if (config.corsOrigins.length > 0) {
@@ -115,6 +117,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   });
   registerAuthentication(app);
+  // Before the rate limiter, which keys token exchange by the body's client_id in the database.
+  registerInputBoundary(app);
 
   await app.register(rateLimit, {
     global: true,
@@ -129,9 +133,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  const database = new DatabaseProbe(deps.db);
   app.get('/readyz', { schema: { hide: true } }, async (req, reply) => {
     try {
-      await sql`select 1`.execute(deps.db);
+      await database.check();
       return { status: 'ready' };
     } catch (err) {
       req.log.warn({ err }, 'readiness check failed');

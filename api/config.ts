@@ -9,6 +9,7 @@ import { z } from 'zod';
 export const DEV_SESSION_SECRET = 'development-session-secret-do-not-use-in-production';
 export const DEV_TOKEN_SIGNING_SEED = 'development-token-signing-seed-do-not-use-in-production';
 export const DEV_SECRET_PEPPER = 'development-secret-pepper-do-not-use-in-production';
+export const DEV_EVIDENCE_SIGNING_SEED = 'development-evidence-signing-seed-do-not-use-in-production';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
@@ -32,11 +33,20 @@ const envSchema = z.object({
     .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'a lower-case PostgreSQL role name')
     .default('tollgate_app'),
   DATABASE_POOL_MAX: int(1, 200).default(10),
+  SHUTDOWN_TIMEOUT_SECONDS: int(1, 3600).default(20),
   SEED_DEMO: optionalBool,
   DEV_LOGIN_ENABLED: optionalBool,
   SESSION_SECRET: z.string().min(16).default(DEV_SESSION_SECRET),
   TOKEN_SIGNING_SEED: z.string().min(16).default(DEV_TOKEN_SIGNING_SEED),
   SECRET_PEPPER: z.string().min(16).default(DEV_SECRET_PEPPER),
+  EVIDENCE_SIGNING_SEED: z.string().min(16).default(DEV_EVIDENCE_SIGNING_SEED),
+  // Seeds of earlier evidence keys, comma-separated: their records still verify, nothing new is signed with them.
+  EVIDENCE_SIGNING_PREVIOUS_SEEDS: z
+    .string()
+    .optional()
+    .transform((v) => v?.split(',').map((s) => s.trim()).filter(Boolean))
+    .refine((seeds) => !seeds || seeds.every((s) => s.length >= 16), 'every seed at least 16 characters'),
+  ALLOW_PRIVATE_ENDPOINTS: optionalBool,
   SESSION_COOKIE_SECURE: optionalBool,
   SESSION_TTL_SECONDS: int(300, 30 * 86400).default(8 * 3600),
   ONBOARDING_TTL_SECONDS: int(60, 86400).default(1800),
@@ -87,11 +97,18 @@ export interface Config {
   migrationDatabaseUrl: string | undefined;
   runtimeRole: string;
   poolMax: number;
+  /** How long SIGTERM may take to drain before the process exits anyway. */
+  shutdownTimeoutMs: number;
   seedDemo: boolean;
   devLoginEnabled: boolean;
   sessionSecret: string;
   tokenSigningSeed: string;
   secretPepper: string;
+  evidenceSigningSeed: string;
+  /** Earlier evidence seeds: they verify the records they signed and sign nothing new. */
+  evidencePreviousSeeds: string[];
+  /** Whether inventory endpoints may name loopback, private, link-local and metadata hosts (development). */
+  allowPrivateEndpoints: boolean;
   cookieSecure: boolean;
   sessionTtlSeconds: number;
   onboardingTtlSeconds: number;
@@ -145,11 +162,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     migrationDatabaseUrl: e.MIGRATION_DATABASE_URL ?? e.DATABASE_URL,
     runtimeRole: e.DATABASE_RUNTIME_ROLE,
     poolMax: e.DATABASE_POOL_MAX,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000,
     seedDemo: e.SEED_DEMO ?? false,
     devLoginEnabled: e.DEV_LOGIN_ENABLED ?? !production,
     sessionSecret: e.SESSION_SECRET,
     tokenSigningSeed: e.TOKEN_SIGNING_SEED,
     secretPepper: e.SECRET_PEPPER,
+    evidenceSigningSeed: e.EVIDENCE_SIGNING_SEED,
+    // Evidence was signed with a key derived from TOKEN_SIGNING_SEED before it had a seed of its own:
+    // under the development seeds, records of earlier development databases keep verifying.
+    evidencePreviousSeeds:
+      e.EVIDENCE_SIGNING_PREVIOUS_SEEDS ??
+      (!production && e.EVIDENCE_SIGNING_SEED === DEV_EVIDENCE_SIGNING_SEED ? [DEV_TOKEN_SIGNING_SEED] : []),
+    allowPrivateEndpoints: e.ALLOW_PRIVATE_ENDPOINTS ?? false,
     cookieSecure: e.SESSION_COOKIE_SECURE ?? production,
     sessionTtlSeconds: e.SESSION_TTL_SECONDS,
     onboardingTtlSeconds: e.ONBOARDING_TTL_SECONDS,
@@ -199,6 +224,16 @@ export function productionProblems(c: Config): string[] {
   if (c.tokenSigningSeed === DEV_TOKEN_SIGNING_SEED)
     problems.push('TOKEN_SIGNING_SEED: still the development value; set a secret seed');
   if (c.secretPepper === DEV_SECRET_PEPPER) problems.push('SECRET_PEPPER: still the development value; set a secret');
+  if (c.evidenceSigningSeed === DEV_EVIDENCE_SIGNING_SEED)
+    problems.push('EVIDENCE_SIGNING_SEED: still the development value; set a secret seed');
+  else if (c.evidenceSigningSeed === c.tokenSigningSeed)
+    problems.push('EVIDENCE_SIGNING_SEED: equals TOKEN_SIGNING_SEED; whoever holds the token key could sign evidence');
+  if (c.evidencePreviousSeeds.some((s) => s === DEV_EVIDENCE_SIGNING_SEED || s === DEV_TOKEN_SIGNING_SEED))
+    problems.push('EVIDENCE_SIGNING_PREVIOUS_SEEDS: holds a development value, whose key anyone can sign with');
+  else if (c.evidencePreviousSeeds.includes(c.tokenSigningSeed))
+    problems.push('EVIDENCE_SIGNING_PREVIOUS_SEEDS: holds TOKEN_SIGNING_SEED; rotate the token seed first (docs/operations.md, Key rotation)');
+  if (c.allowPrivateEndpoints)
+    problems.push('ALLOW_PRIVATE_ENDPOINTS: loopback, private and metadata endpoints are for development only');
   if (c.sessionSecret === DEV_SESSION_SECRET)
     problems.push('SESSION_SECRET: still the development value; set a secret');
   if (!c.cookieSecure) problems.push('SESSION_COOKIE_SECURE: secure session cookies must be on in production');

@@ -1,10 +1,18 @@
+import { Server as NetServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { openDatabase } from './db/database.js';
 import { seedDemo } from './seed.js';
 
-/** `tollgate api`: opens the database, builds the app, listens, and shuts down cleanly on a signal. */
+/**
+ * How long a kept-alive connection may stay open after SIGTERM while nothing is in flight on it. A
+ * busy client sends its next request within it and is answered with `Connection: close`, so it
+ * reconnects and is refused instead of having its request cut by an idle-connection close.
+ */
+const IDLE_GRACE_MS = 500;
+
+/** `tollgate api`: opens the database, builds the app, listens, and drains on SIGTERM or SIGINT. */
 export async function startApi(config: Config): Promise<FastifyInstance> {
   const database = await openDatabase(config);
   if (config.seedDemo) {
@@ -17,23 +25,68 @@ export async function startApi(config: Config): Promise<FastifyInstance> {
   }
   const app = await buildApp({ config, db: database.db });
   app.addHook('onClose', async () => database.close());
+
+  let draining = false;
+  // While draining, every answer closes its connection: the client's next request opens a new one,
+  // which is refused, so no request is cut once it has been read.
+  app.addHook('onSend', async (_req, reply) => {
+    if (draining) reply.header('connection', 'close');
+  });
   await app.listen({ host: config.host, port: config.port });
   app.log.info(
     { database: database.kind, environment: config.environment, dev_login: config.devLoginEnabled },
     'tollgate api ready',
   );
 
-  let closing = false;
   const shutdown = (signal: string) => {
-    if (closing) return;
-    closing = true;
-    app.log.info({ signal }, 'shutting down');
-    app.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
+    if (draining) return;
+    draining = true;
+    const started = Date.now();
+    app.log.info({ signal, timeout_ms: config.shutdownTimeoutMs }, 'shutting down: no new connections, finishing requests in flight');
+    setTimeout(() => {
+      app.log.error('shutdown took longer than SHUTDOWN_TIMEOUT_SECONDS; exiting with requests unfinished');
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    drain(app).then(
+      () => {
+        app.log.info({ ms: Date.now() - started }, 'shut down');
+        process.exit(0);
+      },
+      (err: Error) => {
+        app.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
     );
   };
-  process.once('SIGINT', () => shutdown('SIGINT'));
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  // A repeated SIGTERM changes nothing (the bound holds); a second Ctrl-C stops at once, as a terminal expects.
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => {
+    if (draining) process.exit(130);
+    shutdown('SIGINT');
+  });
   return app;
+}
+
+/**
+ * Stops accepting connections at once, lets every request already read finish (a submission waits
+ * for its group-commit batch, so the batches drain with them), closes kept-alive connections as they
+ * fall idle, then closes the app and with it the database pool.
+ */
+async function drain(app: FastifyInstance): Promise<void> {
+  const server = app.server;
+  const closed = new Promise<void>((resolve) => server.once('close', () => resolve()));
+  // net.Server's close stops the listener and keeps the connections; http.Server's would also cut the
+  // idle kept-alive ones at once, racing clients that are about to send on them.
+  NetServer.prototype.close.call(server);
+  let reaper: NodeJS.Timeout | undefined;
+  const grace = setTimeout(() => {
+    server.closeIdleConnections();
+    // A connection whose answer left before the drain began falls idle later without being told to close.
+    reaper = setInterval(() => server.closeIdleConnections(), 250);
+  }, IDLE_GRACE_MS);
+  await closed;
+  clearTimeout(grace);
+  clearInterval(reaper);
+  // Nothing is connected any more: fastify's close runs the onClose hooks (the database pool).
+  await app.close();
 }

@@ -49,10 +49,22 @@ export async function migrate(db: Kysely<unknown>, runtimeRole: string): Promise
 /** Databases reached through node-postgres, which runs several parameterless statements in one message. */
 const multiStatement = new WeakSet<Kysely<DB>>();
 
+/**
+ * How long a request waits for a connection (a new one, or a free one of a full pool) before it fails:
+ * with the database unreachable without a refusal (a partition, a stalled server), requests answer
+ * 503 after this instead of piling up.
+ */
+const CONNECT_TIMEOUT_MS = 5000;
+
 function postgres(url: string, max: number): Kysely<DB> {
-  const pool = new pg.Pool({ connectionString: url, max });
-  // An idle client that loses its connection must not crash the process; the pool replaces it.
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  // A client that loses its connection (the server stopped or restarted) must not crash the process.
+  // The pool catches that only for idle clients; a checked-out one emits 'error' between two
+  // statements of a transaction with no one listening. Its next statement then fails (503), and the
+  // pool drops it on release as not queryable, opening new connections on demand: service resumes by
+  // itself when the server is back.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   multiStatement.add(db);
   return db;

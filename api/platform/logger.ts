@@ -1,7 +1,7 @@
 import { pino, type LoggerOptions } from 'pino';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 
-const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g;
+const EMAIL = /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g;
 const scrub = (s: unknown) => (typeof s === 'string' ? s.replace(EMAIL, '[email]') : s);
 
 /** A request path as logged: percent-decoded, then email addresses masked (ids in paths may be emails). */

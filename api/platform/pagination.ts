@@ -5,13 +5,24 @@ import { ApiError } from './errors.js';
 /** `limit` 1-200 and an opaque `cursor`, as every paged list of the spec takes. */
 export function pageQuery(defaultLimit = 50) {
   return z.object({
-    limit: z.coerce.number().int().min(1).max(200).default(defaultLimit),
-    cursor: z.string().min(1).max(2048).optional(),
+    limit: z.coerce.number().int().min(1).max(200).default(defaultLimit).describe('Items on one page'),
+    cursor: z
+      .string()
+      .min(1)
+      .max(2048)
+      .optional()
+      .describe(
+        'Opaque: the `next_cursor` of the previous page of this same list (same filters), sent back unchanged. ' +
+          'Leave it out for the first page. Any other value, or a cursor of another list, answers 422 invalid_cursor.',
+      ),
   });
 }
 
 export function pageOf<T extends z.ZodType>(item: T) {
-  return z.object({ items: z.array(item), next_cursor: z.string().nullable() });
+  return z.object({
+    items: z.array(item),
+    next_cursor: z.string().nullable().describe('The `cursor` of the next page, or null on the last page'),
+  });
 }
 
 /** Keyset position: the sort time and id of the last item served. */

@@ -1,6 +1,9 @@
+import { createPublicKey, verify as verifySignature } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, expectValidation, onboardAdmin, setPlan, startTestApp, type TestApp } from '../support/harness.js';
+import { DEV_EVIDENCE_SIGNING_SEED, DEV_TOKEN_SIGNING_SEED } from '../../api/config.js';
+import { EvidenceSigner } from '../../api/modules/evidence/index.js';
+import { api, Client, expectValidation, onboardAdmin, setPlan, startTestApp, type TestApp } from '../support/harness.js';
 
 describe('evidence chain', () => {
   let t: TestApp;
@@ -131,4 +134,137 @@ describe('evidence chain', () => {
     expect(results.every((r) => r.statusCode === 200)).toBe(true);
     expect(await verify(a.client)).toEqual({ valid: true, records_checked: 12, head_seq: 12, first_broken: null });
   });
+
+  it('stores the id of the signing key in every record', async () => {
+    const org = await orgWithChain(2);
+    const records = (await org.client.get(api('/evidence'))).json().items as { kid: string }[];
+    expect(records.map((r) => r.kid)).toEqual(records.map(() => t.app.deps.evidence.kid));
+  });
 });
+
+/**
+ * Key rotation: several API processes on one database, each with its own evidence seeds, as a
+ * deployment is before and after a rotation. The current seed signs; previous seeds only verify.
+ */
+describe('evidence keys and their rotation', () => {
+  // What versions before the evidence seed signed with: a key derived from TOKEN_SIGNING_SEED.
+  const TOKEN_SEED = 'old-token-seed-7Hq2Lx9Vd4Rb8Nc1';
+  const A = 'evidence-seed-a-Kp3Wz8Tg5Ym2Qs6';
+  const B = 'evidence-seed-b-Fj7Uc1Xe9Ro4Dh3';
+  const apps: TestApp[] = [];
+  let first: TestApp;
+  let owner: pg.Client;
+
+  async function app(env: Record<string, string>): Promise<TestApp> {
+    const a = await startTestApp({ share: first, env: { RATE_LIMIT_SIGNIN_PER_MINUTE: '1000', ...env } });
+    apps.push(a);
+    return a;
+  }
+  /** The same signed-in person, calling another process. */
+  function on(a: TestApp, client: Client): Client {
+    const c = new Client(a.app);
+    for (const [k, v] of client.cookies) c.cookies.set(k, v);
+    return c;
+  }
+  async function contain(c: Client, agentId: string, n: number) {
+    for (let i = 0; i < n; i++) {
+      const res = await c.post(api(`/agents/${agentId}/revoke-sessions`), { reason: `rotation check ${i}`, confirm: true });
+      expect(res.statusCode).toBe(200);
+    }
+  }
+  const records = async (c: Client) => [...(await c.get(api('/evidence?limit=200'))).json().items].reverse() as { id: string; seq: number; kid: string }[];
+  const verify = async (c: Client) => (await c.get(api('/evidence/verify'))).json();
+
+  beforeAll(async () => {
+    // The version before: evidence signed with the token seed's key.
+    first = await startTestApp({ env: { RATE_LIMIT_SIGNIN_PER_MINUTE: '1000', TOKEN_SIGNING_SEED: TOKEN_SEED, EVIDENCE_SIGNING_SEED: TOKEN_SEED } });
+    owner = new pg.Client({ connectionString: first.ownerUrl });
+    await owner.connect();
+  });
+  afterAll(async () => {
+    await owner?.end();
+    for (const a of apps.splice(0).reverse()) await a.close();
+    await first?.close();
+  });
+
+  it('verifies records of the old and the new key after a rotation, each with the key its kid names', async () => {
+    const kid = (seed: string) => new EvidenceSigner(seed).kid;
+    const admin = await onboardAdmin(first.app);
+    await setPlan(first, admin.tenant.id, 'enterprise');
+    const agent = (await admin.client.post(api('/agents'), { name: 'Rotated' })).json();
+    await contain(admin.client, agent.id, 2);
+
+    // The upgrade: a seed of its own, the token seed kept to verify what it signed, a new token seed.
+    const upgraded = await app({ TOKEN_SIGNING_SEED: 'new-token-seed-5Gm8Pw2Zk7Cv3Jn0', EVIDENCE_SIGNING_SEED: A, EVIDENCE_SIGNING_PREVIOUS_SEEDS: TOKEN_SEED });
+    await contain(on(upgraded, admin.client), agent.id, 2);
+    // A rotation: B signs, A and the token seed still verify.
+    const rotated = await app({ EVIDENCE_SIGNING_SEED: B, EVIDENCE_SIGNING_PREVIOUS_SEEDS: `${A}, ${TOKEN_SEED}` });
+    const c = on(rotated, admin.client);
+    await contain(c, agent.id, 2);
+
+    const chain = await records(c);
+    expect(chain.map((r) => [r.seq, r.kid])).toEqual([
+      [1, kid(TOKEN_SEED)],
+      [2, kid(TOKEN_SEED)],
+      [3, kid(A)],
+      [4, kid(A)],
+      [5, kid(B)],
+      [6, kid(B)],
+    ]);
+    expect(await verify(c)).toEqual({ valid: true, records_checked: 6, head_seq: 6, first_broken: null });
+
+    // The keys, for verifying offline: each record's signature checks against the key its kid names.
+    const keys = (await c.get(api('/evidence/keys'))).json().items as { kid: string; public_key: string; current: boolean }[];
+    expect(keys.map((k) => [k.kid, k.current])).toEqual([
+      [kid(B), true],
+      [kid(A), false],
+      [kid(TOKEN_SEED), false],
+    ]);
+    const full = (await c.get(api('/evidence?limit=200'))).json().items as { kid: string; hash: string; signature: string }[];
+    for (const r of full) {
+      const key = createPublicKey({ key: Buffer.from(keys.find((k) => k.kid === r.kid)!.public_key, 'base64url'), format: 'der', type: 'spki' });
+      expect(verifySignature(null, Buffer.from(r.hash, 'hex'), key, Buffer.from(r.signature, 'base64url'))).toBe(true);
+    }
+
+    // Without the old seeds, the first record they signed is where the chain stops being proven.
+    const forgetful = on(await app({ EVIDENCE_SIGNING_SEED: B }), admin.client);
+    expect(await verify(forgetful)).toEqual({
+      valid: false,
+      records_checked: 0,
+      head_seq: 6,
+      first_broken: { id: chain[0]!.id, seq: 1, reason: 'unknown_key' },
+    });
+    const withoutA = on(await app({ EVIDENCE_SIGNING_SEED: B, EVIDENCE_SIGNING_PREVIOUS_SEEDS: TOKEN_SEED }), admin.client);
+    expect((await verify(withoutA)).first_broken).toEqual({ id: chain[2]!.id, seq: 3, reason: 'unknown_key' });
+    // A process still on the old key does not know the new one.
+    const behind = on(await app({ EVIDENCE_SIGNING_SEED: A, EVIDENCE_SIGNING_PREVIOUS_SEEDS: TOKEN_SEED }), admin.client);
+    expect((await verify(behind)).first_broken).toEqual({ id: chain[4]!.id, seq: 5, reason: 'unknown_key' });
+  });
+
+  it('names a record whose kid was changed: to an unknown key, or to another known key', async () => {
+    const a = await app({ EVIDENCE_SIGNING_SEED: B, EVIDENCE_SIGNING_PREVIOUS_SEEDS: A });
+    const admin = await onboardAdmin(a.app);
+    await setPlan(a, admin.tenant.id, 'enterprise');
+    const agent = (await admin.client.post(api('/agents'), { name: 'Relabelled' })).json();
+    await contain(admin.client, agent.id, 3);
+    const chain = await records(admin.client);
+    await owner.query('update evidence_records set kid = $1 where id = $2', ['not-a-key-we-hold', chain[1]!.id]);
+    expect((await verify(admin.client)).first_broken).toEqual({ id: chain[1]!.id, seq: 2, reason: 'unknown_key' });
+    await owner.query('update evidence_records set kid = $1 where id = $2', [new EvidenceSigner(A).kid, chain[1]!.id]);
+    expect((await verify(admin.client)).first_broken).toEqual({ id: chain[1]!.id, seq: 2, reason: 'signature_invalid' });
+  });
+
+  it('keeps verifying development records signed before the evidence seed existed, under the development defaults', async () => {
+    // Earlier versions signed a development database's evidence with the development token seed's key.
+    const before = await app({ EVIDENCE_SIGNING_SEED: DEV_TOKEN_SIGNING_SEED });
+    const admin = await onboardAdmin(before.app);
+    await setPlan(before, admin.tenant.id, 'enterprise');
+    const agent = (await admin.client.post(api('/agents'), { name: 'Development' })).json();
+    await contain(admin.client, agent.id, 1);
+    const now = on(await app({}), admin.client);
+    await contain(now, agent.id, 1);
+    expect(await verify(now)).toEqual({ valid: true, records_checked: 2, head_seq: 2, first_broken: null });
+    expect((await records(now)).map((r) => r.kid)).toEqual([new EvidenceSigner(DEV_TOKEN_SIGNING_SEED).kid, new EvidenceSigner(DEV_EVIDENCE_SIGNING_SEED).kid]);
+  });
+});
+

@@ -7,6 +7,7 @@ import { caller } from '../../api/platform/route.js';
 import { agentOf } from '../../api/platform/auth.js';
 import { TokenService } from '../../api/modules/identities/tokens.js';
 import { api, Client, expectValidation, onboardAdmin, setPlan, startTestApp, TestClock, type TestApp } from '../support/harness.js';
+import { eventually } from '../support/kubectl.js';
 
 /** A gateway-style operation for the tests: agent tokens are accepted by gateway operations only. */
 function whoami(app: FastifyInstance) {
@@ -113,7 +114,11 @@ describe('workload identities, token exchange and containment', () => {
         expect(res.json().error.code).toBe('invalid_client');
       }
       expect(unknown.json().error.message).toBe(wrong.json().error.message);
-      const denied = (await admin.client.get(api(`/audit?action=identity.token_denied&target_id=${identity.id}`))).json().items;
+      // The entry is written once the answer is on its way (so that it does not show in the answer's time).
+      const denied = await eventually(async () => {
+        const items = (await admin.client.get(api(`/audit?action=identity.token_denied&target_id=${identity.id}`))).json().items;
+        return items.length > 0 ? items : undefined;
+      });
       expect(denied).toEqual([expect.objectContaining({ outcome: 'denied' })]);
     });
 

@@ -56,6 +56,40 @@ describe('inventory', () => {
       expectValidation(await admin.client.post(api('/mcp-servers'), { name: 'Valid', endpoint: 'https://mcp.example.com/v', ...over }), field);
     });
 
+    // Endpoints Tollgate's connectors would call from inside the deployment's network.
+    it.each([
+      ['http://127.0.0.1:8080/mcp', 'loopback'],
+      ['https://localhost/mcp', 'loopback'],
+      ['https://tools.localhost/mcp', 'loopback'],
+      ['http://2130706433/mcp', 'loopback'],
+      ['http://0x7f.1/mcp', 'loopback'],
+      ['http://[::1]/mcp', 'loopback'],
+      ['http://[::ffff:127.0.0.1]/mcp', 'loopback'],
+      ['http://10.1.2.3/mcp', 'private-network'],
+      ['http://172.20.0.1/mcp', 'private-network'],
+      ['http://192.168.1.1/mcp', 'private-network'],
+      ['http://[fd00::1]/mcp', 'private-network'],
+      ['http://169.254.169.254/latest/meta-data/', 'metadata'],
+      ['http://metadata.google.internal/computeMetadata/v1/', 'metadata'],
+      ['http://[fd00:ec2::254]/', 'metadata'],
+      ['http://169.254.1.1/mcp', 'link-local'],
+      ['http://[fe80::1]/mcp', 'link-local'],
+      ['http://0.0.0.0/mcp', 'unspecified'],
+    ])('POST refuses the endpoint %s (%s) with 422 naming endpoint, and registers nothing', async (endpoint, kind) => {
+      const res = await admin.client.post(api('/mcp-servers'), { name: 'Inside', endpoint });
+      expectValidation(res, 'endpoint');
+      expect(res.json().error.details[0].message).toContain(kind);
+      const listed = (await admin.client.get(api('/mcp-servers'))).json().items as { endpoint: string }[];
+      expect(listed.map((s) => s.endpoint)).not.toContain(endpoint);
+    });
+
+    it('accepts public and stdio endpoints', async () => {
+      for (const endpoint of ['https://8.8.8.8/mcp', 'https://127.0.0.1.example.com/mcp', 'stdio://npx/mcp-server-files']) {
+        const res = await admin.client.post(api('/mcp-servers'), { name: `Public ${endpoint.length}`, endpoint });
+        expect(res.statusCode, res.body).toBe(201);
+      }
+    });
+
     it.each([
       ['trust_state', { trust_state: 'blessed', reason: 'because' }],
       ['reason', { trust_state: 'approved', reason: 'ok' }],
@@ -92,6 +126,9 @@ describe('inventory', () => {
       expect((await other.client.get(api('/resources'))).json().items).toEqual([]);
       expectValidation(await admin.client.post(api('/resources/apis'), { name: 'B', system: 'billing', base_url: 'https://b.example.com' }), 'name');
       expectValidation(await admin.client.post(api('/resources/apis'), { name: 'Bill', system: 'billing', base_url: 'not a url' }), 'base_url');
+      for (const base_url of ['http://127.0.0.1:9000/v1', 'http://10.0.0.8/v1', 'http://169.254.169.254/', 'http://017700000001/']) {
+        expectValidation(await admin.client.post(api('/resources/apis'), { name: 'Inside', system: 'billing', base_url }), 'base_url');
+      }
       expectValidation(await admin.client.post(api('/resources/data'), { name: 'Data', system: 'x' }), 'system');
       expectValidation(await admin.client.post(api('/resources/data'), { name: 'Data', system: 'xx', kind: 'spreadsheet' }), 'kind');
     });
@@ -202,6 +239,21 @@ describe('inventory', () => {
     it("refuses references to another organisation's records", async () => {
       const theirs = (await other.client.post(api('/mcp-servers'), { name: 'Theirs', endpoint: 'https://mcp.example.com/theirs' })).json();
       expectValidation(await admin.client.post(api('/tools'), { tool_key: 'x.y', name: 'XY', mcp_server_id: theirs.id }), 'mcp_server_id');
+    });
+  });
+
+  describe('ALLOW_PRIVATE_ENDPOINTS (development)', () => {
+    it('lets loopback, private and metadata endpoints be registered, as MCP servers running beside Tollgate are', async () => {
+      const dev = await startTestApp({ share: t, env: { RATE_LIMIT_SIGNIN_PER_MINUTE: '1000', ALLOW_PRIVATE_ENDPOINTS: 'true' } });
+      try {
+        const a = await onboardAdmin(dev.app);
+        for (const endpoint of ['http://127.0.0.1:8080/mcp', 'http://localhost:3001/mcp', 'http://10.0.0.5/mcp', 'http://169.254.169.254/']) {
+          expect((await a.client.post(api('/mcp-servers'), { name: `Beside ${endpoint.length}`, endpoint })).statusCode).toBe(201);
+        }
+        expect((await a.client.post(api('/resources/apis'), { name: 'Local API', system: 'dev', base_url: 'http://127.0.0.1:9000' })).statusCode).toBe(201);
+      } finally {
+        await dev.close();
+      }
     });
   });
 });

@@ -115,7 +115,7 @@ describe('HTTP platform', () => {
 });
 
 describe('readiness and internal errors when the database is gone', () => {
-  it('answers /readyz 503 and a 500 that says internal_error and nothing internal', async () => {
+  it('answers /readyz 503 and a 503 service_unavailable with Retry-After that says nothing internal', async () => {
     const t = await startTestApp();
     const a = await onboardAdmin(t.app);
     await t.database.close();
@@ -124,11 +124,12 @@ describe('readiness and internal errors when the database is gone', () => {
       expect(ready.statusCode).toBe(503);
       expect((await t.app.inject({ url: '/healthz' })).statusCode).toBe(200);
       const res = await a.client.get(api('/users'), { 'x-correlation-id': 'when-the-db-is-gone' });
-      expect(res.statusCode).toBe(500);
+      expect(res.statusCode).toBe(503);
+      expect(res.headers['retry-after']).toBe('5');
       expect(res.json()).toEqual({
         error: {
-          code: 'internal_error',
-          message: 'Something went wrong on our side. Quote the correlation ID when you report it.',
+          code: 'service_unavailable',
+          message: 'The service is unavailable right now; retry later.',
           correlation_id: 'when-the-db-is-gone',
           details: null,
         },

@@ -322,7 +322,8 @@ describe('internal errors and readiness', () => {
     const t = await startTestApp({
       routes: (app) => {
         app.get('/test-only/boom', async () => {
-          throw Object.assign(new Error(internals), { code: 'ECONNREFUSED' });
+          // XX000 (PostgreSQL's internal_error): a fault of ours, not the database being unreachable (that is a 503).
+          throw Object.assign(new Error(internals), { code: 'XX000' });
         });
       },
     });
@@ -341,7 +342,7 @@ describe('internal errors and readiness', () => {
     }
   });
 
-  it('with the database gone: /readyz answers 503, /healthz 200, and an operation 500 internal_error', async () => {
+  it('with the database gone: /readyz answers 503, /healthz 200, and an operation 503 service_unavailable with Retry-After', async () => {
     const t = await startTestApp();
     const a = await onboardAdmin(t.app);
     await t.database.close();
@@ -350,7 +351,8 @@ describe('internal errors and readiness', () => {
       expect(ready.statusCode).toBe(503);
       expect((await t.app.inject({ url: '/healthz' })).statusCode).toBe(200);
       const res = await a.client.get(api('/users'), { 'x-correlation-id': 'database-gone-01' });
-      const err = expectEnvelope(res, 500, 'internal_error', 'database-gone-01');
+      const err = expectEnvelope(res, 503, 'service_unavailable', 'database-gone-01');
+      expect(res.headers['retry-after']).toBe('5');
       expect(err.details).toBeNull();
       expect(err.message).not.toMatch(/pool|database|pg|kysely|sql/i);
     } finally {

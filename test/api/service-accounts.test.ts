@@ -7,6 +7,7 @@ import { caller } from '../../api/platform/route.js';
 import { ROLES } from '../../api/modules/roles/catalogue.js';
 import { TokenService } from '../../api/modules/identities/tokens.js';
 import { addMember, api, expectValidation, onboardAdmin, setPlan, startTestApp, TestClock, type TestApp } from '../support/harness.js';
+import { eventually } from '../support/kubectl.js';
 
 /**
  * Service accounts (docs/registry.md, Service accounts): creation, listing, rotation with an overlap,
@@ -57,6 +58,12 @@ describe('service accounts', () => {
   const asService = (token: string, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) =>
     t.app.inject({ method, url: api(url), headers: { authorization: `Bearer ${token}` }, ...(payload ? { payload } : {}) });
   const auditOf = async (query: string) => (await admin.client.get(api(`/audit?${query}`))).json().items;
+  /** A refused exchange's entry is written once the answer is on its way: waits for it. */
+  const deniedOf = (id: string) =>
+    eventually(async () => {
+      const items = await auditOf(`action=service_account.token_denied&target_id=${id}`);
+      return items.length > 0 ? items : undefined;
+    });
   async function asOwner<T = Record<string, unknown>>(text: string, values: unknown[]): Promise<T[]> {
     const c = new pg.Client({ connectionString: t.ownerUrl });
     await c.connect();
@@ -196,7 +203,7 @@ describe('service accounts', () => {
         expect(res.json().error.code).toBe('invalid_client');
         expect(res.json().error.message).toBe(unknown.json().error.message);
       }
-      expect(await auditOf(`action=service_account.token_denied&target_id=${sa.id}`)).toEqual([
+      expect(await deniedOf(sa.id)).toEqual([
         expect.objectContaining({ outcome: 'denied', actor: { type: 'client', id: sa.id }, details: { reason: 'wrong client secret' } }),
       ]);
     });
@@ -255,7 +262,7 @@ describe('service accounts', () => {
       const late = await exchange(sa.client_id, sa.client_secret);
       expect(late.statusCode).toBe(401);
       expect(late.json().error.code).toBe('invalid_client');
-      expect(await auditOf(`action=service_account.token_denied&target_id=${sa.id}`)).toEqual([
+      expect(await deniedOf(sa.id)).toEqual([
         expect.objectContaining({ details: { reason: 'previous secret past its overlap' } }),
       ]);
       expect((await exchange(sa.client_id, rotated.client_secret)).statusCode).toBe(200);

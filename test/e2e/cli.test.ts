@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { DEV_TOKEN_SIGNING_SEED } from '../../api/config.js';
+import { DEV_EVIDENCE_SIGNING_SEED, DEV_TOKEN_SIGNING_SEED } from '../../api/config.js';
 import { freshDatabase } from '../support/harness.js';
 import { OWNER_ROLE, RUNTIME_ROLE, withDatabase } from '../support/pg-urls.js';
 import { freePort } from '../support/postgres-cluster.js';
@@ -138,6 +138,7 @@ const SAFE_PRODUCTION: Record<string, string> = {
   ENVIRONMENT: 'production',
   DEV_LOGIN_ENABLED: 'false',
   TOKEN_SIGNING_SEED: 'k9Vq2rT7xLm4Pz8sWc3Nd6Hb1Yf5Gj0A',
+  EVIDENCE_SIGNING_SEED: 'Ev5Rk2Nw8Qc3Ld7Hs1Gt6Yb9Mf4Jx0Pz',
   SECRET_PEPPER: 'Qe7Rt2Yu9Io4Pa6Sd1Fg8Hj3Kl5Zx0Cv',
   SESSION_SECRET: 'Mn3Bv8Cx1Zl6Kj4Hg9Fd2Sa7Po5Iu0Yt',
   SESSION_COOKIE_SECURE: 'true',
@@ -232,6 +233,7 @@ describe('production guard at start', () => {
     ['secure cookies off', { SESSION_COOKIE_SECURE: 'false' }, 'SESSION_COOKIE_SECURE'],
     ['CORS origin *', { CORS_ALLOWED_ORIGINS: '*' }, 'CORS_ALLOWED_ORIGINS'],
     ['in-memory email', { EMAIL_BACKEND: 'memory' }, 'EMAIL_BACKEND'],
+    ['the development evidence seed', { EVIDENCE_SIGNING_SEED: DEV_EVIDENCE_SIGNING_SEED }, 'EVIDENCE_SIGNING_SEED'],
     ['no DATABASE_URL (the embedded database)', { DATABASE_URL: '' }, 'DATABASE_URL'],
   ])('api refuses with %s: exits 78 within seconds, names the setting, listens on nothing', async (_n, change, variable) => {
     const port = await freePort();
@@ -260,6 +262,8 @@ describe('production guard at start', () => {
   it.each<[string, Record<string, string>, string]>([
     ['development sign-in on', { DEV_LOGIN_ENABLED: 'true' }, 'DEV_LOGIN_ENABLED'],
     ['the development signing seed', { TOKEN_SIGNING_SEED: DEV_TOKEN_SIGNING_SEED }, 'TOKEN_SIGNING_SEED'],
+    ['the evidence seed equal to the token seed', { EVIDENCE_SIGNING_SEED: 'k9Vq2rT7xLm4Pz8sWc3Nd6Hb1Yf5Gj0A' }, 'EVIDENCE_SIGNING_SEED'],
+    ['private endpoints allowed', { ALLOW_PRIVATE_ENDPOINTS: 'true' }, 'ALLOW_PRIVATE_ENDPOINTS'],
     ['SMTP without STARTTLS', { SMTP_STARTTLS: 'false' }, 'SMTP_STARTTLS'],
   ])('migrate refuses with %s: exits 78, names the setting, touches no database', async (_n, change, variable) => {
     const empty = await emptyDatabase();

@@ -181,8 +181,8 @@ describe('the Helm chart charts/tollgate', () => {
       'ENVIRONMENT', 'HOST', 'PORT', 'DATABASE_URL', 'DATABASE_RUNTIME_ROLE', 'DATABASE_POOL_MAX', 'SEED_DEMO',
       'DEV_LOGIN_ENABLED', 'SESSION_COOKIE_SECURE', 'CORS_ALLOWED_ORIGINS', 'TRUST_PROXY', 'READONLY_FAIL_OPEN',
       'READONLY_FAIL_OPEN_ACK', 'EMAIL_BACKEND', 'SMTP_PORT', 'SMTP_STARTTLS', 'SIGNUP_ENABLED', 'LOG_LEVEL',
-      'OTEL_SERVICE_NAME', 'SESSION_SECRET', 'TOKEN_SIGNING_SEED', 'SECRET_PEPPER', 'OIDC_CLIENT_SECRET',
-      'SMTP_PASSWORD', 'SIGNUP_CLIENT_SECRET', 'AUTH_EVENTS_SECRET',
+      'OTEL_SERVICE_NAME', 'SESSION_SECRET', 'TOKEN_SIGNING_SEED', 'SECRET_PEPPER', 'EVIDENCE_SIGNING_SEED',
+      'OIDC_CLIENT_SECRET', 'SMTP_PASSWORD', 'SIGNUP_CLIENT_SECRET', 'AUTH_EVENTS_SECRET', 'EVIDENCE_SIGNING_PREVIOUS_SEEDS',
     ]);
     expect(envOf(c, 'ENVIRONMENT').value).toBe('production');
     expect(envOf(c, 'HOST').value).toBe('0.0.0.0');
@@ -190,7 +190,9 @@ describe('the Helm chart charts/tollgate', () => {
     expect(envOf(c, 'SESSION_COOKIE_SECURE').value).toBe('true');
     expect(envOf(c, 'DATABASE_URL').valueFrom).toEqual({ secretKeyRef: { name: `${FULL}-database`, key: 'DATABASE_URL' } });
     expect(envOf(c, 'SECRET_PEPPER').valueFrom).toEqual({ secretKeyRef: { name: `${FULL}-api`, key: 'SECRET_PEPPER' } });
+    expect(envOf(c, 'EVIDENCE_SIGNING_SEED').valueFrom).toEqual({ secretKeyRef: { name: `${FULL}-api`, key: 'EVIDENCE_SIGNING_SEED' } });
     expect(envOf(c, 'OIDC_CLIENT_SECRET').valueFrom.secretKeyRef.optional).toBe(true);
+    expect(envOf(c, 'EVIDENCE_SIGNING_PREVIOUS_SEEDS').valueFrom.secretKeyRef.optional).toBe(true);
     // The runtime role only: the schema owner's URL never reaches the API.
     expect(envNames(c)).not.toContain('MIGRATION_DATABASE_URL');
 
@@ -226,10 +228,12 @@ describe('the Helm chart charts/tollgate', () => {
 
   it('generates the API secrets once: 48 random characters each, different every render without a cluster', async () => {
     const secret = find(defaults, 'Secret', `${FULL}-api`);
-    expect(Object.keys(secret.data).sort()).toEqual(['SECRET_PEPPER', 'SESSION_SECRET', 'TOKEN_SIGNING_SEED']);
+    expect(Object.keys(secret.data).sort()).toEqual(['EVIDENCE_SIGNING_SEED', 'SECRET_PEPPER', 'SESSION_SECRET', 'TOKEN_SIGNING_SEED']);
     for (const v of Object.values(secret.data) as string[]) expect(Buffer.from(v, 'base64').toString()).toMatch(/^[A-Za-z0-9]{48}$/);
     const again = find(await render(), 'Secret', `${FULL}-api`);
     expect(again.data.SECRET_PEPPER).not.toBe(secret.data.SECRET_PEPPER);
+    // The evidence key is its own: never the token seed.
+    expect(secret.data.EVIDENCE_SIGNING_SEED).not.toBe(secret.data.TOKEN_SIGNING_SEED);
   });
 
   it('controller Deployment: two replicas, settings, downward API, credential and webhook TLS mounts', () => {

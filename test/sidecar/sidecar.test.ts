@@ -46,7 +46,8 @@ describe('tollgate sidecar', () => {
   };
 
   beforeAll(async () => {
-    t = await startTestApp();
+    // The MCP servers run beside the API on loopback, which only the development setting lets be registered.
+    t = await startTestApp({ env: { ALLOW_PRIVATE_ENDPOINTS: 'true' } });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const apiUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
     admin = await onboardAdmin(t.app);

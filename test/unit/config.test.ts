@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
+  DEV_EVIDENCE_SIGNING_SEED,
   DEV_SECRET_PEPPER,
   DEV_SESSION_SECRET,
   DEV_TOKEN_SIGNING_SEED,
@@ -17,6 +18,7 @@ const SAFE: Record<string, string> = {
   DATABASE_URL: 'postgres://tollgate_app:runtime-pw@db.internal:5432/tollgate',
   DEV_LOGIN_ENABLED: 'false',
   TOKEN_SIGNING_SEED: 'k9Vq2rT7xLm4Pz8sWc3Nd6Hb1Yf5Gj0A',
+  EVIDENCE_SIGNING_SEED: 'Ev5Rk2Nw8Qc3Ld7Hs1Gt6Yb9Mf4Jx0Pz',
   SECRET_PEPPER: 'Qe7Rt2Yu9Io4Pa6Sd1Fg8Hj3Kl5Zx0Cv',
   SESSION_SECRET: 'Mn3Bv8Cx1Zl6Kj4Hg9Fd2Sa7Po5Iu0Yt',
   SESSION_COOKIE_SECURE: 'true',
@@ -59,6 +61,25 @@ describe('production guard: the spec\'s Operational contract', () => {
     ['development sign-in is enabled (1)', { DEV_LOGIN_ENABLED: '1' }, 'DEV_LOGIN_ENABLED'],
     ['the signing seed keeps its development value', { TOKEN_SIGNING_SEED: DEV_TOKEN_SIGNING_SEED }, 'TOKEN_SIGNING_SEED'],
     ['the signing seed is unset (development default)', { TOKEN_SIGNING_SEED: undefined }, 'TOKEN_SIGNING_SEED'],
+    ['the evidence seed keeps its development value', { EVIDENCE_SIGNING_SEED: DEV_EVIDENCE_SIGNING_SEED }, 'EVIDENCE_SIGNING_SEED'],
+    ['the evidence seed is unset (development default)', { EVIDENCE_SIGNING_SEED: undefined }, 'EVIDENCE_SIGNING_SEED'],
+    ['the evidence seed equals the token seed', { EVIDENCE_SIGNING_SEED: SAFE.TOKEN_SIGNING_SEED! }, 'EVIDENCE_SIGNING_SEED'],
+    [
+      'a previous evidence seed is the development evidence seed',
+      { EVIDENCE_SIGNING_PREVIOUS_SEEDS: `Pv8Tq3Lm6Wz1Kc4Rn, ${DEV_EVIDENCE_SIGNING_SEED}` },
+      'EVIDENCE_SIGNING_PREVIOUS_SEEDS',
+    ],
+    [
+      'a previous evidence seed is the development token seed (what development databases were signed with)',
+      { EVIDENCE_SIGNING_PREVIOUS_SEEDS: DEV_TOKEN_SIGNING_SEED },
+      'EVIDENCE_SIGNING_PREVIOUS_SEEDS',
+    ],
+    [
+      'a previous evidence seed is the current token seed (whoever holds it could sign evidence)',
+      { EVIDENCE_SIGNING_PREVIOUS_SEEDS: SAFE.TOKEN_SIGNING_SEED! },
+      'EVIDENCE_SIGNING_PREVIOUS_SEEDS',
+    ],
+    ['private endpoints are allowed', { ALLOW_PRIVATE_ENDPOINTS: 'true' }, 'ALLOW_PRIVATE_ENDPOINTS'],
     ['the secret pepper keeps its development value', { SECRET_PEPPER: DEV_SECRET_PEPPER }, 'SECRET_PEPPER'],
     ['the secret pepper is unset (development default)', { SECRET_PEPPER: undefined }, 'SECRET_PEPPER'],
     ['the session secret keeps its development value', { SESSION_SECRET: DEV_SESSION_SECRET }, 'SESSION_SECRET'],
@@ -109,6 +130,9 @@ describe('production guard: the spec\'s Operational contract', () => {
     ['STARTTLS left at its default', { SMTP_STARTTLS: undefined }],
     ['no email at all (EMAIL_BACKEND=none)', { EMAIL_BACKEND: 'none', SMTP_HOST: undefined, SMTP_USERNAME: undefined, SMTP_PASSWORD: undefined }],
     ['no CORS origins', { CORS_ALLOWED_ORIGINS: undefined }],
+    // The upgrade: evidence of earlier versions was signed with a key derived from the token seed then in use.
+    ['the previous token seed among the previous evidence seeds', { EVIDENCE_SIGNING_PREVIOUS_SEEDS: 'Pv8Tq3Lm6Wz1Kc4Rn,Old7TokenSeed2Xw9Lq' }],
+    ['private endpoints refused explicitly', { ALLOW_PRIVATE_ENDPOINTS: 'false' }],
   ])('accepts %s', (_name, change) => {
     const env = { ...SAFE, ...change };
     expect(productionProblems(loadConfig(env))).toEqual([]);
@@ -126,6 +150,7 @@ describe('production guard: the spec\'s Operational contract', () => {
     for (const v of [
       'DEV_LOGIN_ENABLED',
       'TOKEN_SIGNING_SEED',
+      'EVIDENCE_SIGNING_SEED',
       'SECRET_PEPPER',
       'SESSION_SECRET',
       'SESSION_COOKIE_SECURE',
@@ -157,6 +182,9 @@ describe('production guard: the spec\'s Operational contract', () => {
       ENVIRONMENT: environment,
       DEV_LOGIN_ENABLED: 'true',
       TOKEN_SIGNING_SEED: DEV_TOKEN_SIGNING_SEED,
+      EVIDENCE_SIGNING_SEED: DEV_TOKEN_SIGNING_SEED,
+      EVIDENCE_SIGNING_PREVIOUS_SEEDS: DEV_EVIDENCE_SIGNING_SEED,
+      ALLOW_PRIVATE_ENDPOINTS: 'true',
       SECRET_PEPPER: DEV_SECRET_PEPPER,
       SESSION_SECRET: DEV_SESSION_SECRET,
       SESSION_COOKIE_SECURE: 'false',
@@ -189,6 +217,20 @@ describe('configuration', () => {
     expect(c.cookieSecure).toBe(false);
     expect(c.email.backend).toBe('memory');
     expect(c.runtimeRole).toBe('tollgate_app');
+    expect(c.evidenceSigningSeed).toBe(DEV_EVIDENCE_SIGNING_SEED);
+    // Development databases of earlier versions were signed with the development token seed's key.
+    expect(c.evidencePreviousSeeds).toEqual([DEV_TOKEN_SIGNING_SEED]);
+    expect(c.allowPrivateEndpoints).toBe(false);
+  });
+
+  it('reads the evidence seeds: the current one, then earlier ones comma-separated, none by default outside development', () => {
+    const c = loadConfig({ EVIDENCE_SIGNING_SEED: 'Ev5Rk2Nw8Qc3Ld7Hs1Gt', EVIDENCE_SIGNING_PREVIOUS_SEEDS: ' Pv8Tq3Lm6Wz1Kc4Rn , Old7TokenSeed2Xw9Lq,' });
+    expect(c.evidenceSigningSeed).toBe('Ev5Rk2Nw8Qc3Ld7Hs1Gt');
+    expect(c.evidencePreviousSeeds).toEqual(['Pv8Tq3Lm6Wz1Kc4Rn', 'Old7TokenSeed2Xw9Lq']);
+    // A seed of one's own ends the development fallback, and production never has it.
+    expect(loadConfig({ EVIDENCE_SIGNING_SEED: 'Ev5Rk2Nw8Qc3Ld7Hs1Gt' }).evidencePreviousSeeds).toEqual([]);
+    expect(loadConfig({ ENVIRONMENT: 'production' }).evidencePreviousSeeds).toEqual([]);
+    expect(loadConfig({ ALLOW_PRIVATE_ENDPOINTS: 'true' }).allowPrivateEndpoints).toBe(true);
   });
 
   it('turns development sign-in off by default in production, and on only when asked', () => {
@@ -219,6 +261,9 @@ describe('configuration', () => {
     ['DEV_LOGIN_ENABLED', { DEV_LOGIN_ENABLED: 'maybe' }],
     ['EMAIL_BACKEND', { EMAIL_BACKEND: 'sendgrid' }],
     ['SESSION_SECRET', { SESSION_SECRET: 'short' }],
+    ['EVIDENCE_SIGNING_SEED', { EVIDENCE_SIGNING_SEED: 'short' }],
+    ['EVIDENCE_SIGNING_PREVIOUS_SEEDS', { EVIDENCE_SIGNING_PREVIOUS_SEEDS: 'Pv8Tq3Lm6Wz1Kc4Rn,short' }],
+    ['ALLOW_PRIVATE_ENDPOINTS', { ALLOW_PRIVATE_ENDPOINTS: 'sometimes' }],
     ['DATABASE_RUNTIME_ROLE', { DATABASE_RUNTIME_ROLE: 'app; drop table users' }],
   ])('rejects an invalid %s, naming it', (variable, env) => {
     for (const load of [loadConfig, loadCheckedConfig]) {

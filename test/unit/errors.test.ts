@@ -5,6 +5,7 @@ import {
   ERROR_CODES,
   ERROR_STATUS,
   forbidden,
+  isDatabaseUnavailable,
   notFound,
   validationFailed,
   type ErrorCode,
@@ -51,10 +52,32 @@ describe('error registry', () => {
     expect(err.details).toBeNull();
   });
 
-  it("codes beyond the spec's table are only Tollgate's documented addition, payload_too_large (413)", () => {
+  // Tollgate's additions (docs/decisions.md, D5): HTTP's own answers, and 503 when the database is gone.
+  const ADDED: Record<string, number> = {
+    method_not_allowed: 405,
+    request_timeout: 408,
+    payload_too_large: 413,
+    uri_too_long: 414,
+    unsupported_media_type: 415,
+    header_too_large: 431,
+    service_unavailable: 503,
+  };
+
+  it("codes beyond the spec's table are only Tollgate's documented additions, each with its HTTP status", () => {
     const extra = ERROR_CODES.filter((c) => !SPEC_CODES.has(c));
-    expect(extra).toEqual(['payload_too_large']);
-    expect(ERROR_STATUS.payload_too_large).toBe(413);
+    expect(extra.sort()).toEqual(Object.keys(ADDED).sort());
+    for (const [code, status] of Object.entries(ADDED)) expect(ERROR_STATUS[code as ErrorCode], code).toBe(status);
+  });
+
+  it('no addition takes a status the spec gives its own codes', () => {
+    const specStatuses = new Set(SPEC_ERRORS.map(([status]) => status));
+    for (const [code, status] of Object.entries(ADDED)) expect(specStatuses.has(status), code).toBe(false);
+  });
+
+  it.each(Object.keys(ADDED))('%s has a message to show that names nothing internal', (code) => {
+    const message = defaultMessage(code as ErrorCode);
+    expect(message.trim().length).toBeGreaterThan(0);
+    expect(message).not.toMatch(/postgres|ECONN|stack|fastify/i);
   });
 
   it('the 500 message says nothing internal and asks for the correlation ID', () => {
@@ -85,5 +108,49 @@ describe('error helpers', () => {
 
   it('notFound answers 404 not_found', () => {
     expect(notFound()).toMatchObject({ code: 'not_found', status: 404 });
+  });
+});
+
+describe('a database that cannot be reached', () => {
+  const sqlError = (code: string, message = 'x') => Object.assign(new Error(message), { code, severity: 'FATAL' });
+
+  it.each([
+    ['57P01 admin_shutdown', sqlError('57P01', 'terminating connection due to administrator command')],
+    ['57P02 crash_shutdown', sqlError('57P02')],
+    ['57P03 cannot_connect_now', sqlError('57P03', 'the database system is starting up')],
+    ['08006 connection_failure', sqlError('08006')],
+    ['08001 unable to connect', sqlError('08001')],
+    ['53300 too_many_connections', sqlError('53300')],
+    ['ECONNREFUSED', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })],
+    ['ECONNRESET', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })],
+    ['ENOTFOUND', Object.assign(new Error('getaddrinfo ENOTFOUND db'), { code: 'ENOTFOUND' })],
+    ['every address refused', new AggregateError([Object.assign(new Error('a'), { code: 'ECONNREFUSED' })], 'connect failed')],
+    ['a connection that ended', new Error('Connection terminated unexpectedly')],
+    ['a connect timeout', new Error('Connection terminated due to connection timeout')],
+    ['a pool that waited too long', new Error('timeout exceeded when trying to connect')],
+    ['a client no longer usable', new Error('Client has encountered a connection error and is not queryable')],
+    ['a pool closed for shutdown', new Error('driver has already been destroyed')],
+    ['a cause that is one of these', new Error('query failed', { cause: sqlError('57P01') })],
+  ])('%s is unavailability (503)', (_name, err) => {
+    expect(isDatabaseUnavailable(err)).toBe(true);
+  });
+
+  it.each([
+    ['23505 unique_violation', sqlError('23505')],
+    ['22021 character_not_in_repertoire', sqlError('22021')],
+    ['22P02 invalid_text_representation', sqlError('22P02')],
+    ['42P01 undefined_table', sqlError('42P01')],
+    ['40001 serialization_failure', sqlError('40001')],
+    ['a plain error', new Error('boom')],
+    ['not an error', 'ECONNREFUSED'],
+    ['nothing', null],
+  ])('%s is not (it stays a 4xx or a 500)', (_name, err) => {
+    expect(isDatabaseUnavailable(err)).toBe(false);
+  });
+
+  it('does not loop on an error that is its own cause', () => {
+    const err = new Error('x') as Error & { cause?: unknown };
+    err.cause = err;
+    expect(isDatabaseUnavailable(err)).toBe(false);
   });
 });

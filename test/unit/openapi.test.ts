@@ -71,6 +71,50 @@ describe('OpenAPI document', async () => {
     expect([...documentedExtensions.keys()].sort()).toEqual(extensions.map((e) => e.key).sort());
   });
 
+  it('declares If-Match where the services check it: required (with its 428) on policy changes, optional on record patches', () => {
+    type Parameter = { in: string; name: string; required?: boolean; schema?: { pattern?: string } };
+    const ifMatch = (op: Operation) =>
+      ((op as { parameters?: Parameter[] }).parameters ?? []).find((p) => p.in === 'header' && p.name.toLowerCase() === 'if-match');
+    const declared = operations.filter(({ op }) => ifMatch(op)).map(({ key, op }) => ({ key, required: ifMatch(op)!.required, op }));
+    // The services call checkIfMatch(..., true) for these three, (..., false) for the patches.
+    expect(declared.filter((d) => d.required).map((d) => d.key).sort()).toEqual([
+      'POST /policies/{policy_id}/status',
+      'POST /policies/{policy_id}/versions',
+      'POST /policies/{policy_id}/versions/{number}/publish',
+    ]);
+    expect(declared.filter((d) => !d.required).map((d) => d.key).sort()).toEqual([
+      'PATCH /agents/{agent_id}',
+      'PATCH /settings',
+      'PATCH /tenants/current',
+      'PATCH /users/{user_id}',
+    ]);
+    for (const { key, required, op } of declared) {
+      expect(Object.keys(op.responses).includes('428'), key).toBe(required);
+      const pattern = new RegExp(ifMatch(op)!.schema!.pattern!);
+      for (const ok of ['3', '"3"', 'W/"3"']) expect(pattern.test(ok), `${key} ${ok}`).toBe(true);
+      expect(pattern.test('yesterday'), key).toBe(false);
+    }
+    // No other operation answers 428.
+    for (const { key, op } of operations.filter(({ op }) => !ifMatch(op))) expect(Object.keys(op.responses), key).not.toContain('428');
+  });
+
+  it('describes the opaque cursor of every paged list and the confirm rule of every body that takes one', () => {
+    type Parameter = { in: string; name: string; description?: string };
+    const cursors = operations.flatMap(({ key, op }) =>
+      ((op as { parameters?: Parameter[] }).parameters ?? []).filter((p) => p.in === 'query' && p.name === 'cursor').map((p) => ({ key, p })),
+    );
+    expect(cursors.length).toBeGreaterThan(5);
+    for (const { key, p } of cursors) expect(p.description, key).toMatch(/next_cursor.*invalid_cursor/s);
+
+    type Body = { requestBody?: { content: { 'application/json': { schema: { properties?: Record<string, { description?: string }> } } } } };
+    const confirms = operations.flatMap(({ key, op }) => {
+      const confirm = (op as Body).requestBody?.content['application/json'].schema.properties?.confirm;
+      return confirm ? [{ key, confirm }] : [];
+    });
+    expect(confirms.length).toBeGreaterThan(5);
+    for (const { key, confirm } of confirms) expect(confirm.description, key).toMatch(/true/);
+  });
+
   it('documents the error envelope for every operation', () => {
     for (const { key, op } of operations) expect(Object.keys(op.responses), key).toEqual(expect.arrayContaining(['4XX', '5XX']));
   });

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { actorOf } from '../../platform/auth.js';
+import { ifMatchHeaders } from '../../platform/if-match.js';
 import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
 import { caller } from '../../platform/route.js';
 import { iso } from '../../platform/schemas.js';
@@ -81,6 +82,7 @@ export async function agentsRoutes(app: FastifyInstance): Promise<void> {
         summary: 'Change an agent (honours If-Match when sent)',
         tags,
         params: agentParams,
+        headers: ifMatchHeaders.optional,
         body: agentPatch,
         response: { 200: agentOut },
       },

@@ -148,7 +148,9 @@ export interface ChainReport {
 /**
  * Recomputes every hash and signature in order and names the first broken record: an edited record
  * (`hash_mismatch`), a removed one (`sequence_gap` at the record after it, `missing_records` at the
- * end), records out of order or re-linked (`prev_hash_mismatch`), a forged signature.
+ * end), records out of order or re-linked (`prev_hash_mismatch`), a record signed with a key not held
+ * here (`unknown_key`), a forged signature (`signature_invalid`). Each record is verified with the key
+ * its `kid` names.
  */
 export async function verifyChain(tx: Tx, signer: EvidenceSigner, orgId: string): Promise<ChainReport> {
   const head = await tx.selectFrom('evidence_heads').select(['seq', 'hash']).where('org_id', '=', orgId).executeTakeFirst();
@@ -177,7 +179,10 @@ export async function verifyChain(tx: Tx, signer: EvidenceSigner, orgId: string)
       if (seq !== expectedSeq) return broken(r.id, seq, 'sequence_gap');
       if (r.prev_hash !== prev) return broken(r.id, seq, 'prev_hash_mismatch');
       if (signer.hash(bodyOf(r)) !== r.hash) return broken(r.id, seq, 'hash_mismatch');
-      if (!signer.verify(r.hash, r.signature)) return broken(r.id, seq, 'signature_invalid');
+      // A key this process does not hold (a previous seed left out, or a kid written by someone else)
+      // leaves the record unproven, and so everything after it.
+      if (!signer.knows(r.kid)) return broken(r.id, seq, 'unknown_key');
+      if (!signer.verify(r.kid, r.hash, r.signature)) return broken(r.id, seq, 'signature_invalid');
       prev = r.hash;
       expectedSeq++;
       checked++;

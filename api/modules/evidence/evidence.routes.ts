@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { actorOf } from '../../platform/auth.js';
 import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
-import { caller } from '../../platform/route.js';
+import { beyondSpec, caller } from '../../platform/route.js';
 import { iso, timestamp } from '../../platform/schemas.js';
 import { toEvidence } from './evidence.repository.js';
 import { evidencePage, evidenceRecord, verifyEvidence } from './evidence.service.js';
@@ -78,6 +78,30 @@ export async function evidenceRoutes(app: FastifyInstance): Promise<void> {
       const p = actorOf(req);
       return verifyEvidence(db, evidence, p.orgId);
     },
+  );
+
+  r.get(
+    '/evidence/keys',
+    {
+      ...beyondSpec(caller('evidence:read')),
+      schema: {
+        summary: 'The public keys that verify evidence here, the signing one first, to verify records offline',
+        tags,
+        response: {
+          200: z.object({
+            items: z.array(
+              z.object({
+                kid: z.string(),
+                algorithm: z.literal('Ed25519'),
+                public_key: z.string().describe('SubjectPublicKeyInfo, DER, base64url'),
+                current: z.boolean().describe('whether this key signs new records'),
+              }),
+            ),
+          }),
+        },
+      },
+    },
+    async () => ({ items: evidence.publicKeys().map((k) => ({ ...k, algorithm: 'Ed25519' as const })) }),
   );
 
   r.get(

@@ -8,6 +8,7 @@ import { caller } from '../../platform/route.js';
 import { iso, timestamp } from '../../platform/schemas.js';
 import { agentParams } from '../agents/index.js';
 import type { IdentityRow } from './identities.repository.js';
+import { afterAnswer } from './secrets.js';
 import { exchangeClientCredentials, identitiesOf, issueIdentity, revokeIdentity } from './identities.service.js';
 
 const tags = ['Agent registry and identities'];
@@ -118,7 +119,7 @@ export async function identitiesRoutes(app: FastifyInstance): Promise<void> {
       await enforceLimit(app.deps.hits, `token-ip:${req.ip}`, config.rateLimits.tokenPerIpPerMinute);
       const { client_id, client_secret } = req.body;
       const issued = await exchangeClientCredentials(
-        { db, clock, tokens, pepper: config.secretPepper },
+        { db, clock, tokens, pepper: config.secretPepper, afterAnswer: afterAnswer((err) => req.log.error({ err }, 'refused token exchange not audited')) },
         { clientId: client_id, clientSecret: client_secret },
         req.id,
       );

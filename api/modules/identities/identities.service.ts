@@ -14,7 +14,7 @@ import {
   type IdentityRow,
 } from './identities.repository.js';
 import type { RevocationCache } from './revocation.js';
-import { hashSecret, newClientId, newClientSecret, UNKNOWN_CLIENT_HASH, verifySecret } from './secrets.js';
+import { hashSecret, newClientId, newClientSecret, UNKNOWN_CLIENT_HASH, verifySecret, type AfterAnswer } from './secrets.js';
 import type { TokenService } from './tokens.js';
 
 /** A new workload identity of an agent that is not revoked, with its secret (shown this once). */
@@ -80,9 +80,12 @@ export async function revokeIdentity(
   return row;
 }
 
-/** Client credentials exchanged for an agent token (audience svc-gateway), every outcome audited. */
+/**
+ * Client credentials exchanged for an agent token (audience svc-gateway), every outcome audited. An
+ * unknown client and a wrong secret do the same work before their answer: one lookup, one check.
+ */
 export async function exchangeClientCredentials(
-  deps: { db: Db; clock: Clock; tokens: TokenService; pepper: string },
+  deps: { db: Db; clock: Clock; tokens: TokenService; pepper: string; afterAnswer: AfterAnswer },
   credentials: { clientId: string; clientSecret: string },
   correlationId: string,
 ): Promise<{ token: string; expiresIn: number; agentUri: string }> {
@@ -92,21 +95,24 @@ export async function exchangeClientCredentials(
   const ok = await verifySecret(credentials.clientSecret, client?.secret_hash ?? UNKNOWN_CLIENT_HASH, pepper);
   if (client && !ok) {
     // A wrong secret for a known client is worth a security team's attention.
-    await inScope(db, { orgId: client.org_id }, (tx) =>
-      recordAudit(
-        tx,
-        client.org_id,
-        {
-          actorType: 'client',
-          actorId: client.identity_id,
-          action: 'identity.token_denied',
-          targetType: 'identity',
-          targetId: client.identity_id,
-          outcome: 'denied',
-          correlationId,
-          details: { reason: 'wrong client secret' },
-        },
-        clock.now(),
+    const at = clock.now();
+    deps.afterAnswer(() =>
+      inScope(db, { orgId: client.org_id }, (tx) =>
+        recordAudit(
+          tx,
+          client.org_id,
+          {
+            actorType: 'client',
+            actorId: client.identity_id,
+            action: 'identity.token_denied',
+            targetType: 'identity',
+            targetId: client.identity_id,
+            outcome: 'denied',
+            correlationId,
+            details: { reason: 'wrong client secret' },
+          },
+          at,
+        ),
       ),
     );
   }

@@ -55,3 +55,21 @@ export async function verifySecret(secret: string, stored: string, pepper: strin
 
 /** A hash that no secret matches, checked when the client ID is unknown so both failures take as long. */
 export const UNKNOWN_CLIENT_HASH = `${SCHEME}$${randomBytes(16).toString('base64url')}$${randomBytes(32).toString('base64url')}`;
+
+/**
+ * Runs what a refused exchange owes besides its answer: the audit entry of a known client's wrong
+ * secret. An unknown client has no organisation to audit in, so writing the entry before answering
+ * made a known client's refusal a transaction slower than an unknown one's (3.2 against 2.3 ms), and
+ * the time of the answer told which client IDs exist. Started once the answer is on its way, the
+ * entry costs the answer nothing; a crash in that millisecond loses it.
+ */
+export type AfterAnswer = (work: () => Promise<unknown>) => void;
+
+/** An AfterAnswer that reports a failed write to `onError` (it can no longer fail the request). */
+export const afterAnswer =
+  (onError: (err: unknown) => void): AfterAnswer =>
+  (work) => {
+    setImmediate(() => {
+      work().catch(onError);
+    });
+  };

@@ -3,7 +3,8 @@ import type { z } from 'zod';
 import type { Clock } from '../../../lib/clock.js';
 import { inScope, type Db } from '../../db/database.js';
 import { changesOf, valuesOf } from '../../platform/changes.js';
-import { ApiError } from '../../platform/errors.js';
+import { ApiError, validationFailed } from '../../platform/errors.js';
+import { outboundUrlProblem } from '../../platform/outbound.js';
 import { isUniqueViolation } from '../../platform/schemas.js';
 import { audit } from '../audit/index.js';
 import { auditWithEvidence } from '../evidence/index.js';
@@ -40,6 +41,17 @@ async function unique<T>(field: string, what: string, fn: () => Promise<T>): Pro
   }
 }
 
+/**
+ * Refuses an endpoint Tollgate must not call (loopback, private, link-local, metadata: the connectors
+ * would call it from inside the deployment's network) with 422 naming the field, unless
+ * ALLOW_PRIVATE_ENDPOINTS is on (development). Checked here rather than in the zod schema because it
+ * depends on that setting.
+ */
+function checkEndpoint(req: RequestContext, field: string, url: string): void {
+  const problem = outboundUrlProblem(url, req.server.deps.config.allowPrivateEndpoints);
+  if (problem) throw validationFailed([{ field, message: problem }], `The ${field} ${problem}.`);
+}
+
 // MCP servers
 
 export function listMcpServers(db: Db, orgId: string) {
@@ -52,6 +64,7 @@ export function listMcpServers(db: Db, orgId: string) {
 
 /** Registers an MCP server; it starts as unknown. */
 export async function createMcpServer(db: Db, clock: Clock, req: RequestContext, orgId: string, body: z.output<typeof mcpServerIn>) {
+  checkEndpoint(req, 'endpoint', body.endpoint);
   const row = await unique('endpoint', 'An MCP server with this endpoint', () =>
     inScope(db, { orgId }, async (tx) => {
       const s = await insertMcpServer(tx, orgId, body, clock.now());
@@ -120,6 +133,7 @@ export async function listResources(db: Db, orgId: string) {
 }
 
 export async function createResource(db: Db, clock: Clock, req: RequestContext, orgId: string, type: 'api' | 'data', body: ResourceIn) {
+  if (type === 'api') checkEndpoint(req, 'base_url', body.base_url);
   const row = await inScope(db, { orgId }, async (tx) => {
     const res = await insertResource(tx, orgId, type, body, clock.now());
     await audit(tx, req, orgId, { action: `resource.${type}_created`, targetType: 'resource', targetId: res.id });

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { actorOf, personOf } from '../../platform/auth.js';
+import { ifMatchHeaders } from '../../platform/if-match.js';
 import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
 import { caller } from '../../platform/route.js';
 import { FIELDS, OPERATOR_SPECS } from '../gateway/index.js';
@@ -140,6 +141,7 @@ export async function policiesRoutes(app: FastifyInstance): Promise<void> {
         summary: 'Add a draft version (If-Match: the policy version); live decisions are unchanged until it is published',
         tags,
         params: idParams,
+        headers: ifMatchHeaders.required,
         body: versionIn,
         response: { 201: policyOut },
       },
@@ -159,6 +161,7 @@ export async function policiesRoutes(app: FastifyInstance): Promise<void> {
         summary: "Publish a version (If-Match: the policy version); a second person: never the version's author",
         tags,
         params: idParams.extend({ number: z.coerce.number().int().min(1).max(1_000_000) }),
+        headers: ifMatchHeaders.required,
         response: { 200: policyOut },
       },
     },
@@ -179,6 +182,7 @@ export async function policiesRoutes(app: FastifyInstance): Promise<void> {
         summary: 'Activate or deactivate a policy (If-Match); a critical policy is deactivated only with confirm and a reason',
         tags,
         params: idParams,
+        headers: ifMatchHeaders.required,
         body: statusIn,
         response: { 200: policyOut },
       },

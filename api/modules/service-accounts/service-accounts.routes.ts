@@ -5,6 +5,7 @@ import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
 import { enforceLimit } from '../../platform/rate-limit.js';
 import { beyondSpec, caller, operationOf } from '../../platform/route.js';
 import { iso } from '../../platform/schemas.js';
+import { afterAnswer } from '../identities/index.js';
 import { toServiceAccount } from './service-accounts.repository.js';
 import {
   revokeIn,
@@ -140,7 +141,7 @@ export async function serviceAccountsRoutes(app: FastifyInstance): Promise<void>
       await enforceLimit(app.deps.hits, `token-ip:${req.ip}`, config.rateLimits.tokenPerIpPerMinute);
       const { client_id, client_secret } = req.body;
       const issued = await exchangeServiceCredentials(
-        { db, tokens, pepper: config.secretPepper },
+        { db, tokens, pepper: config.secretPepper, afterAnswer: afterAnswer((err) => req.log.error({ err }, 'refused token exchange not audited')) },
         { clientId: client_id, clientSecret: client_secret },
         req.id,
         clock.now(),

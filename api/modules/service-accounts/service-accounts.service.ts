@@ -5,7 +5,7 @@ import { ApiError, notFound } from '../../platform/errors.js';
 import type { Position } from '../../platform/pagination.js';
 import { iso, isUniqueViolation } from '../../platform/schemas.js';
 import { audit, recordAudit } from '../audit/index.js';
-import { hashSecret, UNKNOWN_CLIENT_HASH, verifySecret, type TokenService } from '../identities/index.js';
+import { hashSecret, UNKNOWN_CLIENT_HASH, verifySecret, type AfterAnswer, type TokenService } from '../identities/index.js';
 import { permissionsBeyond } from '../roles/index.js';
 import {
   getServiceAccount,
@@ -158,9 +158,12 @@ export async function revokeServiceAccount(
   return row;
 }
 
-/** Client credentials exchanged for a service token (audience tollgate-api), every outcome audited. */
+/**
+ * Client credentials exchanged for a service token (audience tollgate-api), every outcome audited. An
+ * unknown client and a wrong secret do the same work before their answer: one lookup, two checks.
+ */
 export async function exchangeServiceCredentials(
-  deps: { db: Db; tokens: TokenService; pepper: string },
+  deps: { db: Db; tokens: TokenService; pepper: string; afterAnswer: AfterAnswer },
   credentials: { clientId: string; clientSecret: string },
   correlationId: string,
   now: Date,
@@ -176,21 +179,24 @@ export async function exchangeServiceCredentials(
   const until = client?.previous_valid_until ? new Date(client.previous_valid_until).getTime() : 0;
   const ok = current || (previous && until > now.getTime());
   if (client && !ok) {
-    await inScope(db, { orgId: client.org_id }, (tx) =>
-      recordAudit(
-        tx,
-        client.org_id,
-        {
-          actorType: 'client',
-          actorId: client.service_account_id,
-          action: 'service_account.token_denied',
-          targetType: 'service_account',
-          targetId: client.service_account_id,
-          outcome: 'denied',
-          correlationId,
-          details: { reason: previous ? 'previous secret past its overlap' : 'wrong client secret' },
-        },
-        now,
+    // Written after the answer, which an unknown client's refusal would otherwise beat by a transaction.
+    deps.afterAnswer(() =>
+      inScope(db, { orgId: client.org_id }, (tx) =>
+        recordAudit(
+          tx,
+          client.org_id,
+          {
+            actorType: 'client',
+            actorId: client.service_account_id,
+            action: 'service_account.token_denied',
+            targetType: 'service_account',
+            targetId: client.service_account_id,
+            outcome: 'denied',
+            correlationId,
+            details: { reason: previous ? 'previous secret past its overlap' : 'wrong client secret' },
+          },
+          now,
+        ),
       ),
     );
   }

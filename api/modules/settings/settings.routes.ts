@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { actorOf } from '../../platform/auth.js';
+import { ifMatchHeaders } from '../../platform/if-match.js';
 import { caller } from '../../platform/route.js';
 import { updateOrganisation, type OrganisationRow } from '../tenants/index.js';
 import { CONTENT_RETENTION, settingsIn, settingsOut } from './settings.schemas.js';
@@ -38,6 +39,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         summary: 'Change organisation settings (honours If-Match when sent)',
         tags,
+        headers: ifMatchHeaders.optional,
         body: settingsIn,
         response: { 200: settingsOut },
       },

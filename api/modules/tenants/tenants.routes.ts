@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { actorOf, onboardingCallerOf, setSessionCookies } from '../../platform/auth.js';
 import { notFound } from '../../platform/errors.js';
+import { ifMatchHeaders } from '../../platform/if-match.js';
 import { caller } from '../../platform/route.js';
 import { toTenant } from './tenants.repository.js';
 import { onboardIn, tenantOut, tenantPatchIn } from './tenants.schemas.js';
@@ -67,6 +68,7 @@ export async function tenantsRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         summary: 'Rename the current organisation (honours If-Match when sent)',
         tags: ['Authentication and accounts'],
+        headers: ifMatchHeaders.optional,
         body: tenantPatchIn,
         response: { 200: tenantOut },
       },

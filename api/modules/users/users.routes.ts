@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { actorOf } from '../../platform/auth.js';
+import { ifMatchHeaders } from '../../platform/if-match.js';
 import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
 import { iso } from '../../platform/schemas.js';
 import { caller } from '../../platform/route.js';
@@ -74,6 +75,7 @@ export async function usersRoutes(app: FastifyInstance): Promise<void> {
         summary: "Change a person's roles, status or name; disabling ends their sessions (honours If-Match)",
         tags,
         params: userParams,
+        headers: ifMatchHeaders.optional,
         body: userPatchIn,
         response: { 200: userOut },
       },

@@ -169,14 +169,14 @@ production guard before it touches the schema. Secrets come from the database an
 {{- end }}
 - name: OTEL_SERVICE_NAME
   value: {{ $v.api.otel.serviceName | quote }}
-{{- range $env := list "SESSION_SECRET" "TOKEN_SIGNING_SEED" "SECRET_PEPPER" }}
+{{- range $env := list "SESSION_SECRET" "TOKEN_SIGNING_SEED" "SECRET_PEPPER" "EVIDENCE_SIGNING_SEED" }}
 - name: {{ $env }}
   valueFrom:
     secretKeyRef:
       name: {{ $apiSecret }}
       key: {{ $env }}
 {{- end }}
-{{- range $env := list "OIDC_CLIENT_SECRET" "SMTP_PASSWORD" "SIGNUP_CLIENT_SECRET" "AUTH_EVENTS_SECRET" }}
+{{- range $env := list "OIDC_CLIENT_SECRET" "SMTP_PASSWORD" "SIGNUP_CLIENT_SECRET" "AUTH_EVENTS_SECRET" "EVIDENCE_SIGNING_PREVIOUS_SEEDS" }}
 - name: {{ $env }}
   valueFrom:
     secretKeyRef:

@@ -46,7 +46,7 @@ export function execute(toolKey: string, tool: DecisionState['tool'], parameters
   return { status: 'succeeded', output: executor(parameters) };
 }
 
-const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g;
+const EMAIL = /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g;
 
 /**
  * What leaves Tollgate or is stored of parameters and output: under redacted_excerpts, secrets and email
