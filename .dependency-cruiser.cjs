@@ -39,9 +39,9 @@ module.exports = {
       name: 'app-through-index',
       severity: 'error',
       comment:
-        "The app's own files (app.ts, seed.ts, server.ts) reach a module through its index.ts; only " +
-        'api/routes.ts imports route files.',
-      from: { path: '^api/[^/]+\\.ts$', pathNot: '^api/routes\\.ts$' },
+        "The app's own files (app.ts, seed.ts, server.ts, jobs.ts) and the worker reach a module through its " +
+        'index.ts; only api/routes.ts imports route files.',
+      from: { path: '^(api/[^/]+\\.ts$|worker/)', pathNot: '^api/routes\\.ts$' },
       to: { path: '^api/modules/[^/]+/', pathNot: '^api/modules/[^/]+/index\\.ts$' },
     },
     {
@@ -95,7 +95,7 @@ module.exports = {
       name: 'no-test-code-in-the-product',
       severity: 'error',
       comment: 'Shipped code never imports tests, fixtures or benchmarks.',
-      from: { path: '^(api|controller|sidecar|client|lib)/|^cli\\.ts$' },
+      from: { path: '^(api|controller|sidecar|client|lib|worker)/|^cli\\.ts$' },
       to: { path: '^(test|bench)/' },
     },
   ],

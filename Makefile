@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .PHONY: help deps postgres kube build run test bench lint imports docs clean
 
 NPM_STAMP := node_modules/.package-lock.json
-SOURCES := $(shell find lib api client controller sidecar -name '*.ts' 2>/dev/null) cli.ts tsconfig.json
+SOURCES := $(shell find lib api client controller sidecar worker -name '*.ts' 2>/dev/null) cli.ts tsconfig.json
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -55,7 +55,7 @@ lint: deps imports ## type-check the code, tests and scripts, and check the impo
 	npx tsc -p tsconfig.check.json --noEmit
 
 imports: deps ## check the import rules of .dependency-cruiser.cjs (layers, no cycles; docs/architecture.md)
-	npx depcruise --config .dependency-cruiser.cjs --output-type err-long cli.ts lib api client controller sidecar scripts bench test
+	npx depcruise --config .dependency-cruiser.cjs --output-type err-long cli.ts lib api client controller sidecar worker scripts bench test
 
 docs: deps ## regenerate docs/openapi.json, the role matrix of docs/roles.md and the CRDs in crds/
 	npx tsx scripts/gen-docs.ts

@@ -13,6 +13,8 @@ commands:
             (TOLLGATE_API_URL, a service account's credential, KUBECONFIG or in-cluster; docs/kubernetes.md)
   sidecar   the gateway sidecar on loopback: the gateway client flow and the MCP proxy
             (TOLLGATE_API_URL, TOLLGATE_IDENTITY_DIR; docs/sidecar.md)
+  worker    run the background jobs (discovery runs) from the job queue in PostgreSQL
+            (DATABASE_URL, WORKER_PORT for /healthz and /readyz; worker/README.md)
   help      show this text
 `;
 
@@ -24,7 +26,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'controller') return runController();
   if (command === 'sidecar') return runSidecar();
-  if (command !== 'api' && command !== 'migrate') {
+  if (command !== 'api' && command !== 'migrate' && command !== 'worker') {
     process.stderr.write(`tollgate: unknown command "${command}"\n\n${USAGE}`);
     return 2;
   }
@@ -53,6 +55,11 @@ async function main(argv: string[]): Promise<number> {
       await db.destroy();
     }
     return 0;
+  }
+  if (command === 'worker') {
+    // Loaded on demand, as the controller and the sidecar are.
+    const { runWorker } = await import('./worker/worker.js');
+    return runWorker(config);
   }
   await startApi(config);
   return -1; // keeps running

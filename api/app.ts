@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import rateLimit from '@fastify/rate-limit';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { systemClock, type Clock } from '../lib/clock.js';
 import type { Config } from './config.js';
@@ -11,12 +11,14 @@ import { registerAuthentication } from './platform/auth.js';
 import { ApiError } from './platform/errors.js';
 import { clientErrorHandler, CORRELATION_HEADER, frameworkErrors, registerErrorHandler } from './platform/error-handler.js';
 import { jsonBodyParser, registerInputBoundary } from './platform/input.js';
+import { JobQueue } from './platform/jobs.js';
 import { createLogger } from './platform/logger.js';
 import { API_PREFIX, registerOpenApi } from './platform/openapi.js';
 import { DatabaseProbe } from './platform/readiness.js';
 import { databaseRateLimitStore, HitCounter, rateGroupOf, rateLimited, rateKey, rateMax } from './platform/rate-limit.js';
 import { registerCallerExtension } from './platform/route.js';
 import { registerSecurityHeaders } from './platform/security-headers.js';
+import type { Deps } from './platform/context.js';
 import { registerTracing } from './platform/tracing.js';
 import { EvidenceSigner } from './modules/evidence/index.js';
 import { DecisionSnapshots } from './modules/gateway/index.js';
@@ -45,6 +47,8 @@ declare module './platform/context.js' {
     hits: HitCounter;
     /** Each organisation's registry as decisions read it, in memory (gateway and simulation share it). */
     snapshots: DecisionSnapshots;
+    /** Background jobs: send them (inside a transaction); the worker runs them (worker/README.md). */
+    jobs: JobQueue;
   }
 }
 
@@ -57,10 +61,10 @@ const CORRELATION_ID = /^[A-Za-z0-9._-]{8,100}$/;
  */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config } = deps;
-  const clock = deps.clock ?? systemClock;
+  const log = createLogger(config.logLevel, deps.logStream);
 
   const app = Fastify({
-    loggerInstance: createLogger(config.logLevel, deps.logStream),
+    loggerInstance: log,
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
     logController: new LogController({
@@ -76,20 +80,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors,
     clientErrorHandler,
   });
-  const tokens = new TokenService(config.tokenSigningSeed, () => clock.now());
-  const revocations = new RevocationCache(deps.db, clock, config.revocationCacheMs);
-  const serviceAccounts = new ServiceAccountStates(deps.db, clock, config.revocationCacheMs);
-  app.decorate('deps', {
-    config,
-    db: deps.db,
-    clock,
-    principals: principalSources({ db: deps.db, clock, tokens, revocations, serviceAccounts }),
-    tokens,
-    revocations,
-    serviceAccounts,
-    evidence: new EvidenceSigner(config.evidenceSigningSeed, config.evidencePreviousSeeds),
-    hits: new HitCounter(deps.db, clock),
-    snapshots: new DecisionSnapshots(),
+  app.decorate('deps', buildDeps(deps, log));
+  // The in-process worker, when started (api/server.ts), finishes its jobs before the database closes.
+  app.addHook('onClose', async () => {
+    await app.deps.jobs.stop({ timeoutMs: config.shutdownTimeoutMs });
   });
   // JSON only (any other content type answers 415), parsed by the input boundary's parser.
   app.removeContentTypeParser(['application/json', 'text/plain']);
@@ -146,4 +140,29 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(apiRoutes, { prefix: API_PREFIX });
   return app;
+}
+
+/**
+ * The app's long-lived services (`app.deps`), built once per process: the API's routes reach them, and so
+ * do the jobs `tollgate worker` runs, which builds them without the HTTP app.
+ */
+export function buildDeps(deps: AppDeps, log: FastifyBaseLogger): Deps {
+  const { config, db } = deps;
+  const clock = deps.clock ?? systemClock;
+  const tokens = new TokenService(config.tokenSigningSeed, () => clock.now());
+  const revocations = new RevocationCache(db, clock, config.revocationCacheMs);
+  const serviceAccounts = new ServiceAccountStates(db, clock, config.revocationCacheMs);
+  return {
+    config,
+    db,
+    clock,
+    principals: principalSources({ db, clock, tokens, revocations, serviceAccounts }),
+    tokens,
+    revocations,
+    serviceAccounts,
+    evidence: new EvidenceSigner(config.evidenceSigningSeed, config.evidencePreviousSeeds),
+    hits: new HitCounter(db, clock),
+    snapshots: new DecisionSnapshots(),
+    jobs: new JobQueue(db, config.jobs, log),
+  };
 }

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { cidrProblem } from './platform/outbound.js';
 
 /**
  * Configuration comes only from environment variables, validated once at start.
@@ -34,6 +36,13 @@ const envSchema = z.object({
     .default('tollgate_app'),
   DATABASE_POOL_MAX: int(1, 200).default(10),
   SHUTDOWN_TIMEOUT_SECONDS: int(1, 3600).default(20),
+  WORKER_PORT: int(0, 65535).default(8081),
+  WORKER_IN_PROCESS: optionalBool,
+  WORKER_CONCURRENCY: int(1, 50).default(2),
+  JOB_POLL_INTERVAL_SECONDS: z.coerce.number().min(0.5).max(300).default(2),
+  // pg-boss refuses expirations of 24 hours or more.
+  JOB_TIMEOUT_SECONDS: int(1, 86_399).default(300),
+  JOB_MAINTENANCE_INTERVAL_SECONDS: int(1, 3600).default(30),
   SEED_DEMO: optionalBool,
   DEV_LOGIN_ENABLED: optionalBool,
   SESSION_SECRET: z.string().min(16).default(DEV_SESSION_SECRET),
@@ -47,6 +56,20 @@ const envSchema = z.object({
     .transform((v) => v?.split(',').map((s) => s.trim()).filter(Boolean))
     .refine((seeds) => !seeds || seeds.every((s) => s.length >= 16), 'every seed at least 16 characters'),
   ALLOW_PRIVATE_ENDPOINTS: optionalBool,
+  // Addresses connectors may reach although private (tests and development reach stand-ins on loopback).
+  OUTBOUND_ALLOWED_CIDRS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .superRefine((cidrs, ctx) => {
+      for (const cidr of cidrs) {
+        const problem = cidrProblem(cidr);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      }
+    }),
+  OUTBOUND_CA_FILE: optionalString,
+  VAULT_ADDR: optionalString.refine((v) => v === undefined || /^https?:\/\/[^/?#]+/.test(v), 'an http(s) URL such as https://vault.internal:8200'),
+  VAULT_TOKEN: optionalString,
   SESSION_COOKIE_SECURE: optionalBool,
   SESSION_TTL_SECONDS: int(300, 30 * 86400).default(8 * 3600),
   ONBOARDING_TTL_SECONDS: int(60, 86400).default(1800),
@@ -99,6 +122,10 @@ export interface Config {
   poolMax: number;
   /** How long SIGTERM may take to drain before the process exits anyway. */
   shutdownTimeoutMs: number;
+  /** Where `tollgate worker` serves /healthz and /readyz (on `host`). */
+  workerPort: number;
+  /** Background jobs (worker/README.md). */
+  jobs: JobSettings;
   seedDemo: boolean;
   devLoginEnabled: boolean;
   sessionSecret: string;
@@ -109,6 +136,10 @@ export interface Config {
   evidencePreviousSeeds: string[];
   /** Whether inventory endpoints may name loopback, private, link-local and metadata hosts (development). */
   allowPrivateEndpoints: boolean;
+  /** Connectors' outbound transport (api/platform/outbound.ts): CIDRs reachable although private, extra trusted CA (PEM). */
+  outbound: { allowedCidrs: string[]; caFile: string | undefined; ca: string | undefined };
+  /** HashiCorp Vault for `vault` credential references (KV v2). The token is a secret: never logged. */
+  vault: { addr: string | undefined; token: string | undefined };
   cookieSecure: boolean;
   sessionTtlSeconds: number;
   onboardingTtlSeconds: number;
@@ -137,6 +168,19 @@ export interface Config {
   otel: { tracesEndpoint: string | undefined; serviceName: string };
 }
 
+export interface JobSettings {
+  /** Whether `tollgate api` works the jobs itself (the embedded database: `make run`), besides or instead of `tollgate worker`. */
+  inProcess: boolean;
+  /** Jobs of one queue a process runs at once. */
+  concurrency: number;
+  /** How often an idle worker asks for a job. */
+  pollIntervalSeconds: number;
+  /** How long a job may stay active: its handler's signal aborts then, and a job whose worker died is retried after it. */
+  timeoutSeconds: number;
+  /** How often expired jobs are failed (so retried) and old ones archived, by whichever process gets there first. */
+  maintenanceIntervalSeconds: number;
+}
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
@@ -163,6 +207,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     runtimeRole: e.DATABASE_RUNTIME_ROLE,
     poolMax: e.DATABASE_POOL_MAX,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000,
+    workerPort: e.WORKER_PORT,
+    jobs: {
+      // The embedded database has one process: the API's.
+      inProcess: e.WORKER_IN_PROCESS ?? !e.DATABASE_URL,
+      concurrency: e.WORKER_CONCURRENCY,
+      pollIntervalSeconds: e.JOB_POLL_INTERVAL_SECONDS,
+      timeoutSeconds: e.JOB_TIMEOUT_SECONDS,
+      maintenanceIntervalSeconds: e.JOB_MAINTENANCE_INTERVAL_SECONDS,
+    },
     seedDemo: e.SEED_DEMO ?? false,
     devLoginEnabled: e.DEV_LOGIN_ENABLED ?? !production,
     sessionSecret: e.SESSION_SECRET,
@@ -175,6 +228,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       e.EVIDENCE_SIGNING_PREVIOUS_SEEDS ??
       (!production && e.EVIDENCE_SIGNING_SEED === DEV_EVIDENCE_SIGNING_SEED ? [DEV_TOKEN_SIGNING_SEED] : []),
     allowPrivateEndpoints: e.ALLOW_PRIVATE_ENDPOINTS ?? false,
+    outbound: { allowedCidrs: e.OUTBOUND_ALLOWED_CIDRS, caFile: e.OUTBOUND_CA_FILE, ca: e.OUTBOUND_CA_FILE && readCaFile(e.OUTBOUND_CA_FILE) },
+    vault: { addr: e.VAULT_ADDR?.replace(/\/+$/, ''), token: e.VAULT_TOKEN },
     cookieSecure: e.SESSION_COOKIE_SECURE ?? production,
     sessionTtlSeconds: e.SESSION_TTL_SECONDS,
     onboardingTtlSeconds: e.ONBOARDING_TTL_SECONDS,
@@ -213,6 +268,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   };
 }
 
+/** The PEM certificates of OUTBOUND_CA_FILE, read once at start. */
+function readCaFile(path: string): string {
+  let pem: string;
+  try {
+    pem = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError([`OUTBOUND_CA_FILE: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`]);
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError([`OUTBOUND_CA_FILE: ${path} holds no PEM certificate`]);
+  return pem;
+}
+
 /**
  * The spec's Operational contract: with ENVIRONMENT=production the API and the migration job
  * refuse to start while any unsafe setting holds. Each problem names the variable to change.
@@ -234,6 +301,8 @@ export function productionProblems(c: Config): string[] {
     problems.push('EVIDENCE_SIGNING_PREVIOUS_SEEDS: holds TOKEN_SIGNING_SEED; rotate the token seed first (docs/operations.md, Key rotation)');
   if (c.allowPrivateEndpoints)
     problems.push('ALLOW_PRIVATE_ENDPOINTS: loopback, private and metadata endpoints are for development only');
+  if (c.outbound.allowedCidrs.length > 0)
+    problems.push('OUTBOUND_ALLOWED_CIDRS: opening private addresses to connectors is for tests and development only');
   if (c.sessionSecret === DEV_SESSION_SECRET)
     problems.push('SESSION_SECRET: still the development value; set a secret');
   if (!c.cookieSecure) problems.push('SESSION_COOKIE_SECURE: secure session cookies must be on in production');

@@ -7,8 +7,10 @@ import { containmentRoutes } from './modules/agents/containment.routes.js';
 import { approvalsRoutes } from './modules/approvals/approvals.routes.js';
 import { auditRoutes } from './modules/audit/audit.routes.js';
 import { evidenceRoutes } from './modules/evidence/evidence.routes.js';
+import { findingsRoutes } from './modules/findings/findings.routes.js';
 import { gatewayRoutes } from './modules/gateway/gateway.routes.js';
 import { identitiesRoutes } from './modules/identities/identities.routes.js';
+import { integrationsRoutes } from './modules/integrations/integrations.routes.js';
 import { inventoryRoutes } from './modules/inventory/inventory.routes.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
 import { policiesRoutes } from './modules/policies/policies.routes.js';
@@ -46,8 +48,10 @@ export async function apiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(identitiesRoutes);
   await app.register(serviceAccountsRoutes);
   await app.register(inventoryRoutes);
+  await app.register(findingsRoutes);
   await app.register(evidenceRoutes);
   await app.register(gatewayRoutes);
   await app.register(approvalsRoutes);
   await app.register(policiesRoutes);
+  await app.register(integrationsRoutes);
 }

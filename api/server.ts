@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { openDatabase } from './db/database.js';
+import { jobHandlers } from './jobs.js';
 import { seedDemo } from './seed.js';
 
 /**
@@ -24,7 +25,11 @@ export async function startApi(config: Config): Promise<FastifyInstance> {
     }
   }
   const app = await buildApp({ config, db: database.db });
-  app.addHook('onClose', async () => database.close());
+  app.addHook('onClose', async () => {
+    await app.deps.jobs.stop({ timeoutMs: config.shutdownTimeoutMs });
+    await database.close();
+  });
+  if (config.jobs.inProcess) await startInProcessWorker(app);
 
   let draining = false;
   // While draining, every answer closes its connection: the client's next request opens a new one,
@@ -34,7 +39,7 @@ export async function startApi(config: Config): Promise<FastifyInstance> {
   });
   await app.listen({ host: config.host, port: config.port });
   app.log.info(
-    { database: database.kind, environment: config.environment, dev_login: config.devLoginEnabled },
+    { database: database.kind, environment: config.environment, dev_login: config.devLoginEnabled, in_process_worker: config.jobs.inProcess },
     'tollgate api ready',
   );
 
@@ -65,6 +70,15 @@ export async function startApi(config: Config): Promise<FastifyInstance> {
     shutdown('SIGINT');
   });
   return app;
+}
+
+/**
+ * WORKER_IN_PROCESS (the default on the embedded database, which one process holds): the API works the
+ * queues of api/jobs.ts itself, as `tollgate worker` would. Stopped with the app (buildApp's onClose).
+ */
+export async function startInProcessWorker(app: FastifyInstance): Promise<void> {
+  await app.deps.jobs.start();
+  await app.deps.jobs.serve(jobHandlers, app.deps);
 }
 
 /**

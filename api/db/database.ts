@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, Migrator, PostgresDialect, sql, type Migration, type Transaction } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresDialect, sql, type Migration, type Transaction } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import type { Config } from '../config.js';
@@ -12,6 +12,8 @@ import { gateway } from './migrations/0004_gateway.js';
 import { policies } from './migrations/0005_policies.js';
 import { registryVersions } from './migrations/0006_registry_versions.js';
 import { serviceAccounts } from './migrations/0007_service_accounts.js';
+import { discovery } from './migrations/0008_discovery.js';
+import { jobs } from './migrations/0009_jobs.js';
 import type { DB } from './schema.js';
 
 export type Db = Kysely<DB>;
@@ -33,6 +35,8 @@ export function migrations(runtimeRole: string): Record<string, Migration> {
     '0005_policies': policies(runtimeRole),
     '0006_registry_versions': registryVersions(runtimeRole),
     '0007_service_accounts': serviceAccounts(runtimeRole),
+    '0008_discovery': discovery(runtimeRole),
+    '0009_jobs': jobs(runtimeRole),
   };
 }
 
@@ -70,6 +74,9 @@ function postgres(url: string, max: number): Kysely<DB> {
   return db;
 }
 
+/** The embedded databases' PGlite instances: what runs text of several statements there (executeSqlText). */
+const embedded = new WeakMap<Kysely<DB>, PGlite>();
+
 async function openEmbedded(config: Config): Promise<Kysely<DB>> {
   let dataDir = config.dataDir;
   if (!dataDir.startsWith('memory://')) {
@@ -77,7 +84,32 @@ async function openEmbedded(config: Config): Promise<Kysely<DB>> {
     mkdirSync(dataDir, { recursive: true });
   }
   const pglite = await PGlite.create(dataDir);
-  return new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
+  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
+  embedded.set(db, pglite);
+  return db;
+}
+
+/**
+ * Runs SQL text as a library wrote it (the job queue brings its own): one statement with parameters, or
+ * several statements without, on a connection of its own. On the embedded database that is the one
+ * connection, taken in turn with the app's statements, so the text never runs inside a transaction the
+ * app has open. A failure part-way through several statements rolls back whatever they began, so the
+ * connection goes back clean.
+ */
+export async function executeSqlText(db: Db, text: string, values?: readonly unknown[]): Promise<{ rows: unknown[] }> {
+  const pglite = embedded.get(db);
+  return db.connection().execute(async (conn) => {
+    try {
+      if (pglite && values?.length) return { rows: (await pglite.query(text, [...values])).rows };
+      if (pglite) return { rows: (await pglite.exec(text)).at(-1)?.rows ?? [] };
+      // node-postgres sends text without parameters as one simple query, several statements included.
+      const result = await conn.executeQuery(CompiledQuery.raw(text, values ? [...values] : []));
+      return { rows: result.rows as unknown[] };
+    } catch (err) {
+      if (!values?.length) await sql`rollback`.execute(conn).catch(() => undefined);
+      throw err;
+    }
+  });
 }
 
 /**

@@ -102,6 +102,8 @@ export interface AgentsTable {
   external_ref: string | null;
   risk_band: string | null;
   last_attested_at: Date | null;
+  last_seen_at: Date | null;
+  integration_id: string | null;
   version: Generated<number>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
@@ -191,6 +193,10 @@ export interface PermissionBindingsTable {
   identity_id: string | null;
   created_by: string | null;
   created_at: Generated<Date>;
+  /** The tool definition hash the binding was granted against (rug-pull protection). */
+  pinned_definition_hash: string | null;
+  pinned_at: Date | null;
+  pinned_by: string | null;
 }
 
 export interface McpServersTable {
@@ -202,6 +208,10 @@ export interface McpServersTable {
   auth_type: string;
   publisher: string | null;
   trust_state: Generated<string>;
+  capability_hash: string | null;
+  protocol_version: string | null;
+  source: Generated<string>;
+  last_seen_at: Date | null;
   version: Generated<number>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
@@ -217,6 +227,7 @@ export interface ModelsTable {
   data_policy: string;
   approved: Generated<boolean>;
   max_data_classification: string | null;
+  source: Generated<string>;
   version: Generated<number>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
@@ -235,6 +246,7 @@ export interface ResourcesTable {
   classification: string | null;
   contains_personal_data: boolean | null;
   region: string | null;
+  source: Generated<string>;
   created_at: Generated<Date>;
 }
 
@@ -273,6 +285,12 @@ export interface ToolsTable {
   rate_limit_per_minute: number | null;
   blocked: Generated<boolean>;
   builtin: Generated<boolean>;
+  title: string | null;
+  read_only_hint: boolean | null;
+  definition_hash: string | null;
+  privilege_source: Generated<'declared' | 'discovery' | 'staff'>;
+  source: Generated<string>;
+  last_seen_at: Date | null;
   version: Generated<number>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
@@ -418,6 +436,97 @@ export interface ServiceAccountsTable {
   revoked_at: Date | null;
 }
 
+export interface IntegrationsTable {
+  id: string;
+  org_id: string;
+  kind: string;
+  name: string;
+  mode: Generated<string>;
+  config: Json;
+  credential_ref_id: string | null;
+  status: Generated<string>;
+  created_by: string | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface ConnectorsTable {
+  id: string;
+  org_id: string;
+  integration_id: string;
+  adapter_key: string;
+  enabled: Generated<boolean>;
+  last_run_at: Date | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface DiscoveryRunsTable {
+  id: string;
+  org_id: string;
+  connector_id: string;
+  status: Generated<'running' | 'succeeded' | 'failed'>;
+  idempotency_key: string | null;
+  started_by: string | null;
+  started_at: Generated<Date>;
+  finished_at: Date | null;
+  /** Written as JSON text, optional on insert (default {}). */
+  counters: ColumnType<Record<string, unknown>, string | undefined, string>;
+  warnings: Generated<string[]>;
+  error_message: string | null;
+  attempts: Generated<number>;
+  correlation_id: Generated<string>;
+}
+
+export interface FindingsTable {
+  id: string;
+  org_id: string;
+  category: string;
+  severity: 'low' | 'medium' | 'high' | 'critical';
+  status: Generated<'open' | 'in_progress' | 'resolved' | 'accepted' | 'false_positive'>;
+  title: string;
+  description: Generated<string>;
+  /** Written as JSON text, optional on insert (default {}). */
+  evidence: ColumnType<Record<string, unknown>, string | undefined, string>;
+  agent_id: string | null;
+  mcp_server_id: string | null;
+  tool_id: string | null;
+  run_id: string | null;
+  dedupe_key: string;
+  assigned_to: string | null;
+  note: string | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+  resolved_at: Date | null;
+  version: Generated<number>;
+}
+
+export interface ToolVersionsTable {
+  id: string;
+  org_id: string;
+  tool_id: string;
+  number: number;
+  title: string | null;
+  description: string;
+  input_schema: Json;
+  read_only_hint: boolean | null;
+  definition_hash: string;
+  run_id: string | null;
+  created_at: Generated<Date>;
+}
+
+export interface AgentExternalIdentitiesTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  identity_type: string;
+  subject: string;
+  issuer: string | null;
+  authentication_strength: 'weak' | 'moderate' | 'strong' | null;
+  first_seen_at: Generated<Date>;
+  last_seen_at: Generated<Date>;
+}
+
 export interface DB {
   organisations: OrganisationsTable;
   users: UsersTable;
@@ -449,4 +558,10 @@ export interface DB {
   policy_versions: PolicyVersionsTable;
   registry_versions: RegistryVersionsTable;
   service_accounts: ServiceAccountsTable;
+  integrations: IntegrationsTable;
+  connectors: ConnectorsTable;
+  discovery_runs: DiscoveryRunsTable;
+  findings: FindingsTable;
+  tool_versions: ToolVersionsTable;
+  agent_external_identities: AgentExternalIdentitiesTable;
 }

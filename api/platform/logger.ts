@@ -32,6 +32,8 @@ export function loggerOptions(level: string): LoggerOptions {
         '*.client_secret',
         '*.secret',
         '*.token',
+        'vault.token', // the Vault settings (VAULT_TOKEN), wherever a config is logged
+        '*.vault.token',
         '*.access_token',
         '*.approval_token',
         '*.email',

@@ -141,6 +141,7 @@ describe('the Helm chart charts/tollgate', () => {
         `ClusterRoleBinding/${NS}-${FULL}-controller-secrets`,
         `Deployment/${FULL}-api`,
         `Deployment/${FULL}-controller`,
+        `Deployment/${FULL}-worker`,
         `Job/${FULL}-migration`,
         `MutatingWebhookConfiguration/${NS}-${FULL}-webhook`,
         `Role/${FULL}-controller-leader-election`,
@@ -153,6 +154,7 @@ describe('the Helm chart charts/tollgate', () => {
         `ServiceAccount/${FULL}-api`,
         `ServiceAccount/${FULL}-controller`,
         `ServiceAccount/${FULL}-migration`,
+        `ServiceAccount/${FULL}-worker`,
       ].sort(),
     );
     for (const o of defaults) {
@@ -178,16 +180,20 @@ describe('the Helm chart charts/tollgate', () => {
     expect(c.securityContext).toEqual(RESTRICTED_CONTAINER);
     expect(c.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);
     expect(envNames(c)).toEqual([
-      'ENVIRONMENT', 'HOST', 'PORT', 'DATABASE_URL', 'DATABASE_RUNTIME_ROLE', 'DATABASE_POOL_MAX', 'SEED_DEMO',
+      'ENVIRONMENT', 'HOST', 'PORT', 'DATABASE_URL', 'DATABASE_RUNTIME_ROLE', 'DATABASE_POOL_MAX', 'WORKER_IN_PROCESS',
+      'WORKER_CONCURRENCY', 'JOB_POLL_INTERVAL_SECONDS', 'JOB_TIMEOUT_SECONDS', 'JOB_MAINTENANCE_INTERVAL_SECONDS', 'SEED_DEMO',
       'DEV_LOGIN_ENABLED', 'SESSION_COOKIE_SECURE', 'CORS_ALLOWED_ORIGINS', 'TRUST_PROXY', 'READONLY_FAIL_OPEN',
       'READONLY_FAIL_OPEN_ACK', 'EMAIL_BACKEND', 'SMTP_PORT', 'SMTP_STARTTLS', 'SIGNUP_ENABLED', 'LOG_LEVEL',
       'OTEL_SERVICE_NAME', 'SESSION_SECRET', 'TOKEN_SIGNING_SEED', 'SECRET_PEPPER', 'EVIDENCE_SIGNING_SEED',
       'OIDC_CLIENT_SECRET', 'SMTP_PASSWORD', 'SIGNUP_CLIENT_SECRET', 'AUTH_EVENTS_SECRET', 'EVIDENCE_SIGNING_PREVIOUS_SEEDS',
+      'VAULT_TOKEN',
     ]);
     expect(envOf(c, 'ENVIRONMENT').value).toBe('production');
     expect(envOf(c, 'HOST').value).toBe('0.0.0.0');
     expect(envOf(c, 'DEV_LOGIN_ENABLED').value).toBe('false');
     expect(envOf(c, 'SESSION_COOKIE_SECURE').value).toBe('true');
+    // The worker Deployment runs the jobs, not the API.
+    expect(envOf(c, 'WORKER_IN_PROCESS').value).toBe('false');
     expect(envOf(c, 'DATABASE_URL').valueFrom).toEqual({ secretKeyRef: { name: `${FULL}-database`, key: 'DATABASE_URL' } });
     expect(envOf(c, 'SECRET_PEPPER').valueFrom).toEqual({ secretKeyRef: { name: `${FULL}-api`, key: 'SECRET_PEPPER' } });
     expect(envOf(c, 'EVIDENCE_SIGNING_SEED').valueFrom).toEqual({ secretKeyRef: { name: `${FULL}-api`, key: 'EVIDENCE_SIGNING_SEED' } });
@@ -199,6 +205,57 @@ describe('the Helm chart charts/tollgate', () => {
     const svc = find(defaults, 'Service', `${FULL}-api`);
     expect(svc.spec.ports).toEqual([{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }]);
     expect(svc.spec.selector).toEqual(api.spec.selector.matchLabels);
+  });
+
+  it('worker Deployment: one replica, `worker`, the API\'s settings and secrets, probes on its own port, no token, no Service', async () => {
+    const worker = find(defaults, 'Deployment', `${FULL}-worker`);
+    expect(worker.spec.replicas).toBe(1);
+    const pod = worker.spec.template.spec;
+    expect(pod.serviceAccountName).toBe(`${FULL}-worker`);
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(find(defaults, 'ServiceAccount', `${FULL}-worker`).automountServiceAccountToken).toBe(false);
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    // Longer than SHUTDOWN_TIMEOUT_SECONDS (20) and the worker's few seconds past it.
+    expect(pod.terminationGracePeriodSeconds).toBe(30);
+    expect(pod.containers).toHaveLength(1);
+    const c = pod.containers[0];
+    expect(c.image).toBe('tollgate:0.1.0');
+    expect(c.args).toEqual(['worker']);
+    expect(c.ports).toEqual([{ name: 'http', containerPort: 8081, protocol: 'TCP' }]);
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    expect(c.securityContext).toEqual(RESTRICTED_CONTAINER);
+    expect(c.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);
+    // The same settings and secrets as the API (the production guard checks them), and its port.
+    const api = find(defaults, 'Deployment', `${FULL}-api`).spec.template.spec.containers[0];
+    expect(envNames(c)).toEqual([...envNames(api), 'WORKER_PORT']);
+    expect(c.env.slice(0, -1)).toEqual(api.env);
+    expect(envOf(c, 'WORKER_PORT').value).toBe('8081');
+    expect(envOf(c, 'JOB_TIMEOUT_SECONDS').value).toBe('300');
+    expect(envOf(c, 'DATABASE_URL').valueFrom).toEqual({ secretKeyRef: { name: `${FULL}-database`, key: 'DATABASE_URL' } });
+    expect(envNames(c)).not.toContain('MIGRATION_DATABASE_URL');
+    expect(defaults.some((o) => o.kind === 'Service' && o.metadata.name.includes('worker'))).toBe(false);
+
+    // Settings, and the variant without a worker: the API replicas run the jobs themselves.
+    const tuned = await render(['worker.replicas=3', 'worker.concurrency=4', 'worker.jobTimeoutSeconds=600', 'worker.port=9091']);
+    const w = find(tuned, 'Deployment', `${FULL}-worker`);
+    expect(w.spec.replicas).toBe(3);
+    expect(envOf(w.spec.template.spec.containers[0], 'WORKER_CONCURRENCY').value).toBe('4');
+    expect(envOf(w.spec.template.spec.containers[0], 'WORKER_PORT').value).toBe('9091');
+    expect(envOf(find(tuned, 'Deployment', `${FULL}-api`).spec.template.spec.containers[0], 'JOB_TIMEOUT_SECONDS').value).toBe('600');
+    const off = await render(['worker.enabled=false']);
+    expect(off.filter((o) => o.metadata.name.includes('worker'))).toEqual([]);
+    expect(envOf(find(off, 'Deployment', `${FULL}-api`).spec.template.spec.containers[0], 'WORKER_IN_PROCESS').value).toBe('true');
+
+    // Vault for discovery's credential references: the address as a value, the token from the API Secret, on both.
+    expect(envNames(c)).not.toContain('VAULT_ADDR');
+    const vault = await render(['api.vaultAddr=https://vault.internal:8200', 'secrets.vaultToken=hvs.test-token']);
+    for (const name of [`${FULL}-api`, `${FULL}-worker`]) {
+      const container = find(vault, 'Deployment', name).spec.template.spec.containers[0];
+      expect(envOf(container, 'VAULT_ADDR').value).toBe('https://vault.internal:8200');
+      expect(envOf(container, 'VAULT_TOKEN').valueFrom).toEqual({ secretKeyRef: { name: `${FULL}-api`, key: 'VAULT_TOKEN', optional: true } });
+    }
+    expect(Buffer.from(find(vault, 'Secret', `${FULL}-api`).data.VAULT_TOKEN, 'base64').toString()).toBe('hvs.test-token');
   });
 
   it('migration: a pre-install/pre-upgrade hook Job after its ServiceAccount and Secrets, as the schema owner', () => {
@@ -302,7 +359,7 @@ describe('the Helm chart charts/tollgate', () => {
     ] as const) {
       expect(find(defaults, kind, name).subjects).toEqual(subject);
     }
-    // Nothing is bound to the API's or the migration's ServiceAccount.
+    // Nothing is bound to the API's, the worker's or the migration's ServiceAccount.
     const bound = defaults.filter((o) => o.kind.endsWith('Binding')).flatMap((o) => (o.subjects as { name: string }[]).map((s) => s.name));
     expect(new Set(bound)).toEqual(new Set([`${FULL}-controller`]));
   });
@@ -386,7 +443,7 @@ describe('the Helm chart charts/tollgate', () => {
   it('image digest and webhook-off variants', async () => {
     const digest = 'sha256:' + 'b'.repeat(64);
     const pinned = await render([`image.digest=${digest}`, 'webhook.sidecarApiUrl=https://tollgate.example.com']);
-    for (const d of ['api', 'controller']) {
+    for (const d of ['api', 'controller', 'worker']) {
       expect(find(pinned, 'Deployment', `${FULL}-${d}`).spec.template.spec.containers[0].image).toBe(`tollgate@${digest}`);
     }
     const ctl = find(pinned, 'Deployment', `${FULL}-controller`).spec.template.spec.containers[0];
@@ -459,6 +516,8 @@ describe('the Helm chart charts/tollgate', () => {
     await refused(['webhook.failurePolicy=Sometimes'], /values don't meet the specifications of the schema[\s\S]*\/webhook\/failurePolicy[\s\S]*(Fail|Ignore)/);
     await refused(['environment=prod'], /\/environment[\s\S]*production/);
     await refused(['api.replicaz=3'], /additional properties? 'replicaz' not allowed/);
+    await refused(['worker.concurrency=0'], /\/worker\/concurrency/);
+    await refused(['worker.jobTimeoutSeconds=86400'], /\/worker\/jobTimeoutSeconds/);
     await refused(['database.url=mysql://db/tollgate'], /\/database\/url/);
     await refused(['api.devLoginEnabled=true'], /\/api\/devLoginEnabled/);
     await refused(['controller.credentials.clientId=tgsa_only'], /\/controller\/credentials/);
@@ -531,14 +590,18 @@ describe('the Helm chart charts/tollgate', () => {
         expect(crd.status.conditions.find((c: Json) => c.type === 'Established').status).toBe('True');
       }
       const deployments = await getJson('deployments', '-n', NS);
-      expect((deployments.items as Json[]).map((d) => [d.metadata.name, d.spec.replicas]).sort()).toEqual([[`${FULL}-api`, 2], [`${FULL}-controller`, 2]]);
+      expect((deployments.items as Json[]).map((d) => [d.metadata.name, d.spec.replicas]).sort()).toEqual([
+        [`${FULL}-api`, 2],
+        [`${FULL}-controller`, 2],
+        [`${FULL}-worker`, 1],
+      ]);
       const services = await getJson('services', '-n', NS);
       expect((services.items as Json[]).map((s) => s.metadata.name).sort()).toEqual([`${FULL}-api`, `${FULL}-webhook`]);
       const secrets = await getJson('secrets', '-n', NS);
       const secretNames = (secrets.items as Json[]).map((s) => s.metadata.name);
       for (const s of [`${FULL}-api`, `${FULL}-database`, `${FULL}-webhook-tls`, `${FULL}-controller-credentials`]) expect(secretNames).toContain(s);
       await kubectl('get', 'job', `${FULL}-migration`, '-n', NS);
-      await kubectl('get', 'serviceaccount', `${FULL}-api`, `${FULL}-controller`, `${FULL}-migration`, '-n', NS);
+      await kubectl('get', 'serviceaccount', `${FULL}-api`, `${FULL}-controller`, `${FULL}-migration`, `${FULL}-worker`, '-n', NS);
       await kubectl('get', 'role,rolebinding', `${FULL}-controller-leader-election`, '-n', NS);
       await kubectl('get', 'clusterrole,clusterrolebinding', `${NS}-${FULL}-controller`, `${NS}-${FULL}-controller-secrets`);
       const mwc = await getJson('mutatingwebhookconfiguration', `${NS}-${FULL}-webhook`);
@@ -572,7 +635,7 @@ describe('the Helm chart charts/tollgate', () => {
       expect(await can(ctl, 'delete', 'leases.coordination.k8s.io', '-n', NS)).toBe('no');
       expect(await can(ctl, 'create', 'pods', '-n', NS)).toBe('no');
       expect(await can(ctl, 'patch', 'mutatingwebhookconfigurations')).toBe('no');
-      for (const sa of [`${FULL}-api`, `${FULL}-migration`]) {
+      for (const sa of [`${FULL}-api`, `${FULL}-migration`, `${FULL}-worker`]) {
         expect(await can(sa, 'get', 'secrets', '-n', NS)).toBe('no');
         expect(await can(sa, 'list', 'agents.tollgate.dev', '-A')).toBe('no');
         expect(await can(sa, 'get', 'leases.coordination.k8s.io', '-n', NS)).toBe('no');

@@ -6,6 +6,7 @@ import { expect, inject } from 'vitest';
 import { buildApp } from '../../api/app.js';
 import { loadConfig, type Config } from '../../api/config.js';
 import { openDatabase, type Database } from '../../api/db/database.js';
+import { startInProcessWorker } from '../../api/server.js';
 import type { Clock } from '../../lib/clock.js';
 import { OWNER_ROLE, RUNTIME_ROLE, TEMPLATE_DB, withDatabase } from './pg-urls.js';
 
@@ -69,6 +70,8 @@ export async function startTestApp(
     share?: TestApp;
     /** Extra routes a test needs, registered before the app is ready. */
     routes?: (app: FastifyInstance) => void;
+    /** Run the jobs of api/jobs.ts in the app's process, as `make run` does (WORKER_IN_PROCESS); default off. */
+    worker?: boolean;
   } = {},
 ): Promise<TestApp> {
   const fresh = opts.share ? undefined : await freshDatabase();
@@ -82,6 +85,7 @@ export async function startTestApp(
   const app = await buildApp({ config, db: database.db, clock: opts.clock, logStream });
   opts.routes?.(app);
   await app.ready();
+  if (opts.worker) await startInProcessWorker(app);
   return {
     app,
     database,

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
@@ -80,6 +83,7 @@ describe('production guard: the spec\'s Operational contract', () => {
       'EVIDENCE_SIGNING_PREVIOUS_SEEDS',
     ],
     ['private endpoints are allowed', { ALLOW_PRIVATE_ENDPOINTS: 'true' }, 'ALLOW_PRIVATE_ENDPOINTS'],
+    ['connectors may reach a private CIDR', { OUTBOUND_ALLOWED_CIDRS: '127.0.0.1/32' }, 'OUTBOUND_ALLOWED_CIDRS'],
     ['the secret pepper keeps its development value', { SECRET_PEPPER: DEV_SECRET_PEPPER }, 'SECRET_PEPPER'],
     ['the secret pepper is unset (development default)', { SECRET_PEPPER: undefined }, 'SECRET_PEPPER'],
     ['the session secret keeps its development value', { SESSION_SECRET: DEV_SESSION_SECRET }, 'SESSION_SECRET'],
@@ -133,6 +137,8 @@ describe('production guard: the spec\'s Operational contract', () => {
     // The upgrade: evidence of earlier versions was signed with a key derived from the token seed then in use.
     ['the previous token seed among the previous evidence seeds', { EVIDENCE_SIGNING_PREVIOUS_SEEDS: 'Pv8Tq3Lm6Wz1Kc4Rn,Old7TokenSeed2Xw9Lq' }],
     ['private endpoints refused explicitly', { ALLOW_PRIVATE_ENDPOINTS: 'false' }],
+    ['no outbound CIDRs (blank)', { OUTBOUND_ALLOWED_CIDRS: ' ' }],
+    ['a Vault for credential references', { VAULT_ADDR: 'https://vault.internal:8200', VAULT_TOKEN: 'hvs.production-token' }],
   ])('accepts %s', (_name, change) => {
     const env = { ...SAFE, ...change };
     expect(productionProblems(loadConfig(env))).toEqual([]);
@@ -185,6 +191,7 @@ describe('production guard: the spec\'s Operational contract', () => {
       EVIDENCE_SIGNING_SEED: DEV_TOKEN_SIGNING_SEED,
       EVIDENCE_SIGNING_PREVIOUS_SEEDS: DEV_EVIDENCE_SIGNING_SEED,
       ALLOW_PRIVATE_ENDPOINTS: 'true',
+      OUTBOUND_ALLOWED_CIDRS: '127.0.0.1/32',
       SECRET_PEPPER: DEV_SECRET_PEPPER,
       SESSION_SECRET: DEV_SESSION_SECRET,
       SESSION_COOKIE_SECURE: 'false',
@@ -221,6 +228,51 @@ describe('configuration', () => {
     // Development databases of earlier versions were signed with the development token seed's key.
     expect(c.evidencePreviousSeeds).toEqual([DEV_TOKEN_SIGNING_SEED]);
     expect(c.allowPrivateEndpoints).toBe(false);
+    expect(c.outbound).toEqual({ allowedCidrs: [], caFile: undefined, ca: undefined });
+    expect(c.vault).toEqual({ addr: undefined, token: undefined });
+    expect(c.workerPort).toBe(8081);
+    expect(c.jobs).toEqual({ inProcess: true, concurrency: 2, pollIntervalSeconds: 2, timeoutSeconds: 300, maintenanceIntervalSeconds: 30 });
+  });
+
+  it('reads the outbound CIDRs (validated), the outbound CA file and the Vault settings', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
+    try {
+      writeFileSync(join(dir, 'ca.pem'), '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+      writeFileSync(join(dir, 'not.pem'), 'hello');
+      const c = loadConfig({
+        OUTBOUND_ALLOWED_CIDRS: '127.0.0.1/32, 10.0.0.0/8,::1,fd00::/8',
+        OUTBOUND_CA_FILE: join(dir, 'ca.pem'),
+        VAULT_ADDR: 'http://127.0.0.1:8200/',
+        VAULT_TOKEN: 'hvs.dev',
+      });
+      expect(c.outbound.allowedCidrs).toEqual(['127.0.0.1/32', '10.0.0.0/8', '::1', 'fd00::/8']);
+      expect(c.outbound.ca).toContain('BEGIN CERTIFICATE');
+      expect(c.vault).toEqual({ addr: 'http://127.0.0.1:8200', token: 'hvs.dev' });
+      for (const bad of ['10.0.0.0/33', 'fd00::/129', 'example.com', '10.0.0.0/8/1', '10.0.0/8'])
+        expect(() => loadConfig({ OUTBOUND_ALLOWED_CIDRS: bad })).toThrow(/OUTBOUND_ALLOWED_CIDRS/);
+      expect(() => loadConfig({ OUTBOUND_CA_FILE: join(dir, 'missing.pem') })).toThrow(/OUTBOUND_CA_FILE: cannot read/);
+      expect(() => loadConfig({ OUTBOUND_CA_FILE: join(dir, 'not.pem') })).toThrow(/OUTBOUND_CA_FILE: .* holds no PEM certificate/);
+      expect(() => loadConfig({ VAULT_ADDR: 'vault.internal:8200' })).toThrow(/VAULT_ADDR/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('runs the jobs in the API on the embedded database, in `tollgate worker` on PostgreSQL, unless WORKER_IN_PROCESS says otherwise', () => {
+    const pgUrl = 'postgres://app@db/t';
+    expect(loadConfig({}).jobs.inProcess).toBe(true);
+    expect(loadConfig({ DATABASE_URL: pgUrl }).jobs.inProcess).toBe(false);
+    expect(loadConfig({ DATABASE_URL: pgUrl, WORKER_IN_PROCESS: 'true' }).jobs.inProcess).toBe(true);
+    expect(loadConfig({ WORKER_IN_PROCESS: 'false' }).jobs.inProcess).toBe(false);
+    const c = loadConfig({
+      WORKER_PORT: '9091',
+      WORKER_CONCURRENCY: '4',
+      JOB_POLL_INTERVAL_SECONDS: '0.5',
+      JOB_TIMEOUT_SECONDS: '2',
+      JOB_MAINTENANCE_INTERVAL_SECONDS: '1',
+    });
+    expect(c.workerPort).toBe(9091);
+    expect(c.jobs).toMatchObject({ concurrency: 4, pollIntervalSeconds: 0.5, timeoutSeconds: 2, maintenanceIntervalSeconds: 1 });
   });
 
   it('reads the evidence seeds: the current one, then earlier ones comma-separated, none by default outside development', () => {
@@ -265,6 +317,13 @@ describe('configuration', () => {
     ['EVIDENCE_SIGNING_PREVIOUS_SEEDS', { EVIDENCE_SIGNING_PREVIOUS_SEEDS: 'Pv8Tq3Lm6Wz1Kc4Rn,short' }],
     ['ALLOW_PRIVATE_ENDPOINTS', { ALLOW_PRIVATE_ENDPOINTS: 'sometimes' }],
     ['DATABASE_RUNTIME_ROLE', { DATABASE_RUNTIME_ROLE: 'app; drop table users' }],
+    ['WORKER_PORT', { WORKER_PORT: 'eighty' }],
+    ['WORKER_IN_PROCESS', { WORKER_IN_PROCESS: 'sometimes' }],
+    ['WORKER_CONCURRENCY', { WORKER_CONCURRENCY: '0' }],
+    ['JOB_POLL_INTERVAL_SECONDS', { JOB_POLL_INTERVAL_SECONDS: '0.1' }],
+    // pg-boss refuses an expiry of a day or more.
+    ['JOB_TIMEOUT_SECONDS', { JOB_TIMEOUT_SECONDS: '86400' }],
+    ['JOB_MAINTENANCE_INTERVAL_SECONDS', { JOB_MAINTENANCE_INTERVAL_SECONDS: '0' }],
   ])('rejects an invalid %s, naming it', (variable, env) => {
     for (const load of [loadConfig, loadCheckedConfig]) {
       let caught: unknown;

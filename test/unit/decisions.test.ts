@@ -45,6 +45,7 @@ describe('decision engine', () => {
       'AGENT_REVOKED',
       'GATEWAY_ACCESS_DISABLED',
       'TOOL_BLOCKED',
+      'TOOL_DEFINITION_CHANGED',
       'PRIVILEGE_CLASS_DENIED',
       'DELEGATION_MISSING',
       'TOOL_APPROVAL_REQUIRED',

@@ -84,6 +84,7 @@ describe('OpenAPI document', async () => {
     ]);
     expect(declared.filter((d) => !d.required).map((d) => d.key).sort()).toEqual([
       'PATCH /agents/{agent_id}',
+      'PATCH /findings/{finding_id}',
       'PATCH /settings',
       'PATCH /tenants/current',
       'PATCH /users/{user_id}',

@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns';
 import { describe, expect, it } from 'vitest';
-import { addressKind, guardedLookup, hostKind, outboundUrlProblem, type HostKind } from '../../api/platform/outbound.js';
+import { addressKind, cidrProblem, guardedLookup, hostKind, outboundUrlProblem, type HostKind } from '../../api/platform/outbound.js';
 
 /**
  * The one classification of outbound hosts: what registering an endpoint refuses, and what a
@@ -126,6 +126,46 @@ describe('outbound hosts', () => {
 
   it('names the host it refuses, as the URL parser read it', () => {
     expect(outboundUrlProblem('http://2130706433/', false)).toBe('names a loopback host (127.0.0.1); Tollgate calls only public hosts');
+  });
+
+  describe('OUTBOUND_ALLOWED_CIDRS: IP addresses inside them may be named', () => {
+    const policy = { allowedCidrs: ['127.0.0.1/32', '10.20.0.0/16', 'fd00::/8'] };
+
+    it.each(['http://127.0.0.1:8080/mcp', 'http://2130706433/', 'http://[::ffff:127.0.0.1]/', 'https://10.20.3.4/', 'https://[fd12::1]/'])('accepts %s', (url) => {
+      expect(outboundUrlProblem(url, policy)).toBeUndefined();
+    });
+
+    it.each([
+      // Outside the CIDRs, or a name (judged by what it says; the transport judges what it resolves to).
+      ['http://127.0.0.2/', 'loopback'],
+      ['http://10.21.0.1/', 'private-network'],
+      ['http://169.254.169.254/', 'metadata'],
+      ['http://localhost:8080/', 'loopback'],
+      ['https://[fc00::1]/', 'private-network'],
+    ])('still refuses %s (%s)', (url, kind) => {
+      expect(outboundUrlProblem(url, policy)).toContain(kind);
+    });
+
+    it('takes the development setting as a policy too', () => {
+      expect(outboundUrlProblem('http://10.0.0.1/', { allowPrivate: true })).toBeUndefined();
+      expect(outboundUrlProblem('http://10.0.0.1/', {})).toContain('private-network');
+    });
+
+    it.each([
+      ['127.0.0.1/32', undefined],
+      ['10.0.0.0/8', undefined],
+      ['::1', undefined],
+      ['fd00::/8', undefined],
+      ['0.0.0.0/0', undefined],
+      ['10.0.0.0/33', 'prefix outside 0-32'],
+      ['fd00::/129', 'prefix outside 0-128'],
+      ['10.0.0.0/x', 'prefix outside'],
+      ['10.0.0.0/8/8', 'is not a CIDR'],
+      ['localhost', 'is not a CIDR'],
+    ])('cidrProblem(%s)', (cidr, problem) => {
+      if (problem === undefined) expect(cidrProblem(cidr)).toBeUndefined();
+      else expect(cidrProblem(cidr)).toContain(problem);
+    });
   });
 
   describe('guardedLookup: what a name resolves to, at connection time', () => {

@@ -12,9 +12,18 @@ import {
   delegationIn,
   delegationOut,
   delegationParams,
+  reapproveIn,
   removalQuery,
 } from './bindings.schemas.js';
-import { addDelegation, agentBindings, agentDelegations, bindPermission, removeBinding, removeDelegation } from './bindings.service.js';
+import {
+  addDelegation,
+  agentBindings,
+  agentDelegations,
+  bindPermission,
+  reapproveBinding,
+  removeBinding,
+  removeDelegation,
+} from './bindings.service.js';
 
 const tags = ['Agent registry and identities'];
 
@@ -98,6 +107,29 @@ export async function bindingsRoutes(app: FastifyInstance): Promise<void> {
       const p = actorOf(req);
       const rows = await agentBindings(db, p.orgId, req.params.agent_id);
       return { items: rows.map(toBinding) };
+    },
+  );
+
+  // Rug-pull protection (docs/registry.md, Permission bindings): also beyond the spec's list.
+  r.post(
+    '/agents/:agent_id/permissions/:binding_id/reapprove',
+    {
+      ...beyondSpec(caller('identity:manage')),
+      schema: {
+        summary:
+          "Re-approve a binding on a tool whose definition changed since it was granted: pins it to the tool's current " +
+          'definition, so the gateway allows calls under it again (audited, evidence). 409 when the binding is not on a ' +
+          'discovered tool or is already pinned to its current definition',
+        tags,
+        params: bindingParams,
+        body: reapproveIn,
+        response: { 200: bindingOut },
+      },
+    },
+    async (req) => {
+      const p = actorOf(req);
+      const row = await reapproveBinding(db, clock, req, p, req.params.agent_id, req.params.binding_id, req.body.reason);
+      return toBinding(row);
     },
   );
 

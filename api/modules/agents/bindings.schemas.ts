@@ -61,6 +61,20 @@ export const bindingOut = z.object({
   constraints: constraintsSchema,
   expires_at: timestamp.nullable(),
   identity_id: z.uuid().nullable(),
+  pinned_definition_hash: z
+    .string()
+    .nullable()
+    .describe(
+      "on a tool: the hash of the tool's definition (description and input schema) the binding was granted or last re-approved " +
+        'against; null until the tool has been discovered',
+    ),
+  pinned_at: timestamp.nullable(),
+  definition_changed: z
+    .boolean()
+    .describe(
+      "the tool's definition is no longer the pinned one: the gateway refuses calls under this binding (TOOL_DEFINITION_CHANGED) " +
+        'until it is re-approved (POST .../reapprove)',
+    ),
   created_at: timestamp,
 });
 
@@ -78,6 +92,11 @@ export const bindingIn = (now: () => Date) =>
 
 export const bindingParams = agentParams.extend({ binding_id: z.uuid() });
 export const delegationParams = agentParams.extend({ delegation_id: z.uuid() });
+
+/** Why a binding is re-approved against its tool's new definition, kept in the audit entry and the evidence. */
+export const reapproveIn = z.object({
+  reason: z.string().trim().min(5).max(2000).describe('why the new definition is acceptable: 5-2000 characters once trimmed'),
+});
 
 /** Why a binding or delegation is removed, kept in the audit entry. */
 export const removalQuery = z.object({ reason: z.string().max(2000).optional() });

@@ -3,12 +3,14 @@ import type { ActorPrincipal, RequestContext } from '../../platform/context.js';
 import type { z } from 'zod';
 import type { Clock } from '../../../lib/clock.js';
 import { inScope, type Db } from '../../db/database.js';
-import { notFound, validationFailed } from '../../platform/errors.js';
+import { ApiError, notFound, validationFailed } from '../../platform/errors.js';
 import { iso } from '../../platform/schemas.js';
 import { audit } from '../audit/index.js';
+import { auditWithEvidence } from '../evidence/index.js';
 import { recordExists } from '../inventory/index.js';
 import { agentOr404 } from './agents.service.js';
 import {
+  bindingOf,
   bindingsOf,
   deleteBinding,
   deleteDelegation,
@@ -16,6 +18,8 @@ import {
   insertBinding,
   insertDelegation,
   isIdentityOf,
+  repinBinding,
+  toolDefinitionHashOf,
 } from './bindings.repository.js';
 import type { bindingIn, delegationIn } from './bindings.schemas.js';
 
@@ -67,6 +71,9 @@ export function bindPermission(db: Db, clock: Clock, req: RequestContext, actor:
     if (b.identity_id && !(await isIdentityOf(tx, orgId, agentId, b.identity_id))) {
       throw validationFailed([{ field: 'identity_id', message: 'not an identity of this agent' }]);
     }
+    const now = clock.now();
+    // A binding on a discovered tool is granted against the definition the person sees now.
+    const pin = b.target_kind === 'tool' ? ((await toolDefinitionHashOf(tx, orgId, b.target_id)) ?? null) : null;
     const binding = await insertBinding(tx, {
       id: randomUUID(),
       org_id: orgId,
@@ -79,15 +86,73 @@ export function bindPermission(db: Db, clock: Clock, req: RequestContext, actor:
       expires_at: b.expires_at ? new Date(b.expires_at) : null,
       identity_id: b.identity_id ?? null,
       created_by: actor.userId,
-      created_at: clock.now(),
+      created_at: now,
+      pinned_definition_hash: pin,
+      pinned_at: pin ? now : null,
+      pinned_by: pin ? actor.userId : null,
     });
     await audit(tx, req, orgId, {
       action: 'agent.permission_bound',
       targetType: 'agent',
       targetId: agentId,
-      details: { binding_id: binding.id, target_kind: b.target_kind, target_id: b.target_id, actions: binding.actions },
+      details: {
+        binding_id: binding.id,
+        target_kind: b.target_kind,
+        target_id: b.target_id,
+        actions: binding.actions,
+        ...(pin ? { pinned_definition_hash: pin } : {}),
+      },
     });
-    return binding;
+    return { ...binding, tool_definition_hash: pin };
+  });
+}
+
+const notReapprovable = (message: string) => new ApiError('conflict', message);
+
+/**
+ * Re-approves a binding on a tool whose definition changed since it was granted: pins it to the tool's
+ * current definition, so the gateway allows calls under it again. Audited and recorded as evidence
+ * (binding_reapproval, with both hashes and the reason). 409 conflict when the binding is not on a tool,
+ * the tool has no discovered definition, or the pin is already the current definition (nothing to approve).
+ */
+export function reapproveBinding(
+  db: Db,
+  clock: Clock,
+  req: RequestContext,
+  actor: ActorPrincipal,
+  agentId: string,
+  bindingId: string,
+  reason: string,
+) {
+  const orgId = actor.orgId;
+  return inScope(db, { orgId }, async (tx) => {
+    await agentOr404(tx, orgId, agentId);
+    const before = await bindingOf(tx, orgId, agentId, bindingId);
+    if (!before) throw notFound('No such permission binding.');
+    if (before.target_kind !== 'tool') throw notReapprovable('Only a binding on a tool is pinned to a definition; this one is on another target.');
+    const current = before.tool_definition_hash;
+    if (current === null) throw notReapprovable('The tool has never been discovered: there is no definition to approve.');
+    if (before.pinned_definition_hash === current) throw notReapprovable("The binding is already pinned to the tool's current definition.");
+    const after = await repinBinding(tx, orgId, before.id, { from: before.pinned_definition_hash, hash: current, by: actor.userId, at: clock.now() });
+    if (!after) throw notReapprovable('The binding changed meanwhile; read it again.');
+    const definition = { from: before.pinned_definition_hash, to: current };
+    await auditWithEvidence(
+      tx,
+      req,
+      orgId,
+      {
+        action: 'agent.permission_reapproved',
+        targetType: 'agent',
+        targetId: agentId,
+        details: { binding_id: before.id, tool_id: before.target_id, reason, definition_hash: definition },
+      },
+      {
+        eventType: 'binding_reapproval',
+        agentId,
+        payload: { binding_id: before.id, tool_id: before.target_id, reason, previous_definition_hash: definition.from, definition_hash: definition.to },
+      },
+    );
+    return { ...after, tool_definition_hash: current };
   });
 }
 

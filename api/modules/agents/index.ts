@@ -1,4 +1,5 @@
 /** The agents module's public face: the registry's agents, their bindings and delegations. */
-export { agentUri } from './agents.repository.js';
+export { agentUri, countAgents } from './agents.repository.js';
 export { agentParams } from './agents.schemas.js';
+export { pinUnpinnedBindings } from './bindings.repository.js';
 export { agentOr404, agentWithOwners } from './agents.service.js';

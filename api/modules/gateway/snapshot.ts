@@ -45,6 +45,7 @@ interface OrgRow {
     mcp_server_id: string | null;
     builtin: boolean;
     credential_ref_id: string | null;
+    definition_hash: string | null;
   }>;
   servers: Array<{ id: string; trust_state: Snapshot['mcpServers'][string]['trustState'] }>;
   credentials: Array<{ id: string; status: string }>;
@@ -67,6 +68,7 @@ interface AgentRow {
     constraints: BindingView['constraints'];
     expires_at: string | null;
     identity_id: string | null;
+    pinned_definition_hash: string | null;
   }>;
   delegations: Array<{ principal_ref: string; scopes: string[]; expires_at: string | null }>;
 }
@@ -169,7 +171,7 @@ async function loadOrg(tx: Tx, orgId: string, version: string): Promise<OrgRegis
       (select row_to_json(x) from (
          select content_retention, approval_ttl_seconds from organisations where id = ${orgId}) x) as org,
       (select coalesce(json_agg(x), '[]') from (
-         select id, tool_key, privilege_class, approval_class, blocked, mcp_server_id, builtin, credential_ref_id
+         select id, tool_key, privilege_class, approval_class, blocked, mcp_server_id, builtin, credential_ref_id, definition_hash
          from tools where org_id = ${orgId}) x) as tools,
       (select coalesce(json_agg(x), '[]') from (
          select id, trust_state from mcp_servers where org_id = ${orgId}) x) as servers,
@@ -197,6 +199,7 @@ async function loadOrg(tx: Tx, orgId: string, version: string): Promise<OrgRegis
           approvalClass: t.approval_class,
           blocked: t.blocked,
           mcpServerId: t.mcp_server_id,
+          definitionHash: t.definition_hash,
         },
       ]),
     ),
@@ -214,7 +217,7 @@ async function loadAgents(tx: Tx, orgId: string, agentIds: string[], org: OrgReg
   const { rows } = await sql<AgentRow>`
     select a.id, a.status, a.gateway_access, a.environment, a.criticality, a.data_classification,
       (select coalesce(json_agg(x), '[]') from (
-         select id, target_kind, target_id, actions, constraints, expires_at, identity_id
+         select id, target_kind, target_id, actions, constraints, expires_at, identity_id, pinned_definition_hash
          from permission_bindings b where b.org_id = a.org_id and b.agent_id = a.id) x) as bindings,
       (select coalesce(json_agg(x), '[]') from (
          select principal_ref, scopes, expires_at
@@ -240,6 +243,7 @@ async function loadAgents(tx: Tx, orgId: string, agentIds: string[], org: OrgReg
         constraints: b.constraints,
         expiresAt: isoOrNull(b.expires_at),
         identityId: b.identity_id,
+        pinnedDefinitionHash: b.pinned_definition_hash,
       })),
       delegations: a.delegations.map((d) => ({ principalRef: d.principal_ref, scopes: d.scopes, expiresAt: isoOrNull(d.expires_at) })),
     });

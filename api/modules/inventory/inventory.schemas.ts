@@ -56,6 +56,13 @@ export const mcpServerOut = z.object({
   publisher: z.string().nullable(),
   trust_state: z.enum(MCP_TRUST_STATE),
   tool_count: z.number().int(),
+  source: z.string().describe('who recorded it: `manual` (the API, the Kubernetes controller included) or `discovery`'),
+  protocol_version: z.string().nullable().describe('the MCP protocol version the server answered discovery with'),
+  capability_hash: z
+    .string()
+    .nullable()
+    .describe('SHA-256 of its tool set as discovery last read it; a change sends an approved server back to unknown'),
+  last_seen_at: timestamp.nullable().describe('when discovery last read the server'),
   version: z.number().int(),
   created_at: timestamp,
   updated_at: timestamp,
@@ -147,10 +154,11 @@ export const credentialOut = z.object({
   updated_at: timestamp,
 });
 
-export const TOOL_KEY = /^[a-z0-9][a-z0-9_.:-]*$/;
+/** A tool key: MCP's tool-name characters and `:`, case kept and matched exactly (an MCP proxy submits `<prefix>.<name>` verbatim). */
+export const TOOL_KEY = /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/;
 
 export const toolIn = z.object({
-  tool_key: z.string().trim().min(1).max(200).regex(TOOL_KEY, 'lower-case letters, digits and . _ : -'),
+  tool_key: z.string().trim().min(1).max(200).regex(TOOL_KEY, 'letters, digits and . _ : -, starting with a letter or digit'),
   name: z.string().trim().min(2).max(200),
   description: z.string().max(4000).default(''),
   mcp_server_id: z.uuid().nullable().optional(),
@@ -169,16 +177,28 @@ export const toolPatch = z.object({
   rate_limit_per_minute: z.number().int().min(1).max(10000).nullable().optional(),
   credential_ref_id: z.uuid().nullable().optional(),
 });
+/** Who set a tool's privilege class; discovery keeps a class staff set (docs/registry.md). */
+export const PRIVILEGE_SOURCE = ['declared', 'discovery', 'staff'] as const;
+
 export const toolOut = z.object({
   id: z.uuid(),
   tool_key: z.string(),
   name: z.string(),
+  title: z.string().nullable().describe("the MCP server's display title (discovered tools)"),
   description: z.string(),
   mcp_server_id: z.uuid().nullable(),
   api_resource_id: z.uuid().nullable(),
   data_resource_id: z.uuid().nullable(),
   operations: z.array(z.string()),
   privilege_class: z.enum(PRIVILEGE_CLASS),
+  privilege_source: z
+    .enum(PRIVILEGE_SOURCE)
+    .describe('who set privilege_class: declared on registration, classified by discovery, or set by staff (then kept by discovery)'),
+  read_only_hint: z.boolean().nullable().describe("the MCP server's readOnlyHint, as declared (Tollgate's class does not follow it)"),
+  definition_hash: z
+    .string()
+    .nullable()
+    .describe('sha256 of the canonical JSON of {description, input_schema} as discovery last saw it; null for tools registered by hand'),
   approval_class: z.enum(APPROVAL_CLASS),
   idempotent: z.boolean(),
   input_schema: z.record(z.string(), z.unknown()),

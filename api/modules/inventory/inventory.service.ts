@@ -44,11 +44,12 @@ async function unique<T>(field: string, what: string, fn: () => Promise<T>): Pro
 /**
  * Refuses an endpoint Tollgate must not call (loopback, private, link-local, metadata: the connectors
  * would call it from inside the deployment's network) with 422 naming the field, unless
- * ALLOW_PRIVATE_ENDPOINTS is on (development). Checked here rather than in the zod schema because it
+ * ALLOW_PRIVATE_ENDPOINTS is on (development) or the address is in OUTBOUND_ALLOWED_CIDRS. Checked here rather than in the zod schema because it
  * depends on that setting.
  */
 function checkEndpoint(req: RequestContext, field: string, url: string): void {
-  const problem = outboundUrlProblem(url, req.server.deps.config.allowPrivateEndpoints);
+  const { config } = req.server.deps;
+  const problem = outboundUrlProblem(url, { allowPrivate: config.allowPrivateEndpoints, allowedCidrs: config.outbound.allowedCidrs });
   if (problem) throw validationFailed([{ field, message: problem }], `The ${field} ${problem}.`);
 }
 
@@ -212,12 +213,17 @@ export async function createTool(db: Db, clock: Clock, req: RequestContext, orgI
   return toTool(row);
 }
 
-/** Applies a tool patch; a patch that changes nothing writes nothing. */
+/**
+ * Applies a tool patch; a patch that changes nothing writes nothing. A privilege class set here is
+ * staff's (privilege_source `staff`): discovery keeps it from then on instead of its own classification.
+ */
 export function updateTool(db: Db, clock: Clock, req: RequestContext, orgId: string, toolId: string, body: z.output<typeof toolPatch>) {
   return inScope(db, { orgId }, async (tx) => {
     const before = await recordOr404(tx, 'tools', orgId, toolId, 'tool', true);
     await checkReference(tx, orgId, 'credential_ref_id', 'credential_refs', body.credential_ref_id);
-    const changes = changesOf(before, body);
+    // Sending the class the tool already has still makes it staff's: a person confirmed it.
+    const source = body.privilege_class != null ? { privilege_source: 'staff' as const } : {};
+    const changes = changesOf(before, { ...body, ...source });
     if (Object.keys(changes).length === 0) return toTool(before);
     const after = await updateRecord(tx, 'tools', orgId, before.id, { ...valuesOf(changes), version: before.version + 1, updated_at: clock.now() });
     await audit(tx, req, orgId, { action: 'tool.updated', targetType: 'tool', targetId: before.id, details: changes });

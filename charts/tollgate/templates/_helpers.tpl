@@ -19,6 +19,7 @@
 {{/* Object names of the components (each at most 63 characters). */}}
 {{- define "tollgate.apiName" -}}{{ include "tollgate.fullname" . | trunc 59 | trimSuffix "-" }}-api{{- end -}}
 {{- define "tollgate.controllerName" -}}{{ include "tollgate.fullname" . | trunc 52 | trimSuffix "-" }}-controller{{- end -}}
+{{- define "tollgate.workerName" -}}{{ include "tollgate.fullname" . | trunc 56 | trimSuffix "-" }}-worker{{- end -}}
 {{- define "tollgate.migrationName" -}}{{ include "tollgate.fullname" . | trunc 53 | trimSuffix "-" }}-migration{{- end -}}
 {{- define "tollgate.webhookName" -}}{{ include "tollgate.fullname" . | trunc 55 | trimSuffix "-" }}-webhook{{- end -}}
 {{- define "tollgate.webhookTlsSecret" -}}{{ include "tollgate.fullname" . | trunc 51 | trimSuffix "-" }}-webhook-tls{{- end -}}
@@ -63,7 +64,7 @@ http://{{ include "tollgate.apiName" . }}.{{ .Release.Namespace }}.svc:{{ .Value
 {{- default (include "tollgate.image" .) .Values.webhook.sidecarImage -}}
 {{- end -}}
 
-{{/* Labels of every object; "component" names the part (api, controller, migration, webhook). */}}
+{{/* Labels of every object; "component" names the part (api, worker, controller, migration, webhook). */}}
 {{- define "tollgate.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
@@ -100,8 +101,9 @@ imagePullSecrets:
 {{- end -}}
 
 {{/*
-The environment of `tollgate api`, which `tollgate migrate` shares: the migration checks the same
-production guard before it touches the schema. Secrets come from the database and API Secrets by key.
+The environment of `tollgate api`, which `tollgate migrate` and `tollgate worker` share: both check the
+same production guard, and the worker's jobs use the API's settings and secrets. Secrets come from the
+database and API Secrets by key. The API runs the jobs itself only when there is no worker Deployment.
 */}}
 {{- define "tollgate.apiEnv" -}}
 {{- $v := .Values -}}
@@ -121,6 +123,16 @@ production guard before it touches the schema. Secrets come from the database an
   value: {{ $v.database.runtimeRole | quote }}
 - name: DATABASE_POOL_MAX
   value: {{ $v.database.poolMax | quote }}
+- name: WORKER_IN_PROCESS
+  value: {{ not $v.worker.enabled | quote }}
+- name: WORKER_CONCURRENCY
+  value: {{ $v.worker.concurrency | quote }}
+- name: JOB_POLL_INTERVAL_SECONDS
+  value: {{ $v.worker.pollIntervalSeconds | quote }}
+- name: JOB_TIMEOUT_SECONDS
+  value: {{ $v.worker.jobTimeoutSeconds | quote }}
+- name: JOB_MAINTENANCE_INTERVAL_SECONDS
+  value: {{ $v.worker.maintenanceIntervalSeconds | quote }}
 - name: SEED_DEMO
   value: "false"
 - name: DEV_LOGIN_ENABLED
@@ -169,6 +181,10 @@ production guard before it touches the schema. Secrets come from the database an
 {{- end }}
 - name: OTEL_SERVICE_NAME
   value: {{ $v.api.otel.serviceName | quote }}
+{{- with $v.api.vaultAddr }}
+- name: VAULT_ADDR
+  value: {{ . | quote }}
+{{- end }}
 {{- range $env := list "SESSION_SECRET" "TOKEN_SIGNING_SEED" "SECRET_PEPPER" "EVIDENCE_SIGNING_SEED" }}
 - name: {{ $env }}
   valueFrom:
@@ -176,7 +192,7 @@ production guard before it touches the schema. Secrets come from the database an
       name: {{ $apiSecret }}
       key: {{ $env }}
 {{- end }}
-{{- range $env := list "OIDC_CLIENT_SECRET" "SMTP_PASSWORD" "SIGNUP_CLIENT_SECRET" "AUTH_EVENTS_SECRET" "EVIDENCE_SIGNING_PREVIOUS_SEEDS" }}
+{{- range $env := list "OIDC_CLIENT_SECRET" "SMTP_PASSWORD" "SIGNUP_CLIENT_SECRET" "AUTH_EVENTS_SECRET" "EVIDENCE_SIGNING_PREVIOUS_SEEDS" "VAULT_TOKEN" }}
 - name: {{ $env }}
   valueFrom:
     secretKeyRef:

@@ -31,6 +31,8 @@ export interface ToolView {
   approvalClass: 'none' | 'single' | 'dual';
   blocked: boolean;
   mcpServerId: string | null;
+  /** The hash of the definition discovery last saw (inventory's toolDefinitionHash); absent or null: never discovered. */
+  definitionHash?: string | null;
 }
 
 export interface BindingView {
@@ -41,6 +43,8 @@ export interface BindingView {
   constraints: { max_amount?: number; currency?: string; allowed_targets?: string[] };
   expiresAt: string | null;
   identityId: string | null;
+  /** On a tool: the definition hash it was granted (or re-approved) against; absent or null: not pinned. */
+  pinnedDefinitionHash?: string | null;
 }
 
 export interface DelegationView {

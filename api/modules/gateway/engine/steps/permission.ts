@@ -1,10 +1,13 @@
 import { deny, pass, type Step } from '../context.js';
 import { globMatch } from '../operators.js';
-import type { BindingView } from '../types.js';
+import type { BindingView, ToolView } from '../types.js';
 
 /**
  * Default deny: a binding must allow this operation on the tool (or on the tool's MCP server), be
- * unexpired and, when tied to an identity, be used by that identity. Its constraints then apply.
+ * unexpired and, when tied to an identity, be used by that identity. Its constraints then apply. A
+ * binding on the tool pinned to another definition than the tool's current one grants nothing until it
+ * is re-approved (rug-pull protection): when only such a binding would have allowed the call, the deny
+ * says TOOL_DEFINITION_CHANGED, so the remedy (re-approval) is plain; otherwise the usual reasons apply.
  */
 export const permission: Step = (ctx) => {
   const tool = ctx.tool;
@@ -18,15 +21,30 @@ export const permission: Step = (ctx) => {
   const candidates = ctx.snapshot.bindings.filter(applies);
   if (candidates.length === 0) return deny(ctx, 'permission', 'PERMISSION_NOT_GRANTED');
 
-  // Any one binding whose constraints the call meets is enough.
+  // Any one binding whose constraints the call meets, and whose pin (if any) is current, is enough.
   const violations = candidates.map((b) => ({ binding: b, broken: brokenConstraints(b, action.parameters, action.target) }));
-  const fitting = violations.find((v) => v.broken.length === 0);
-  if (!fitting) {
-    return deny(ctx, 'permission', 'PERMISSION_CONSTRAINT_EXCEEDED', { constraints: violations[0]!.broken });
+  const fitting = violations.filter((v) => v.broken.length === 0).map((v) => v.binding);
+  const granting = fitting.find((b) => !pinnedElsewhere(b, tool));
+  if (granting) {
+    ctx.binding = granting;
+    return pass(ctx, 'permission', { binding_id: granting.id });
   }
-  ctx.binding = fitting.binding;
-  pass(ctx, 'permission', { binding_id: fitting.binding.id });
+  const stale = fitting.find((b) => pinnedElsewhere(b, tool));
+  if (stale) {
+    return deny(ctx, 'permission', 'TOOL_DEFINITION_CHANGED', {
+      binding_id: stale.id,
+      pinned_definition_hash: stale.pinnedDefinitionHash,
+      definition_hash: tool.definitionHash ?? null,
+    });
+  }
+  return deny(ctx, 'permission', 'PERMISSION_CONSTRAINT_EXCEEDED', { constraints: violations[0]!.broken });
 };
+
+/** A binding on this very tool, pinned to a definition the tool no longer has. */
+function pinnedElsewhere(b: BindingView, tool: ToolView): boolean {
+  const pinned = b.pinnedDefinitionHash ?? null;
+  return b.targetKind === 'tool' && pinned !== null && pinned !== (tool.definitionHash ?? null);
+}
 
 function brokenConstraints(b: BindingView, parameters: Record<string, unknown>, target: string): string[] {
   const broken: string[] = [];
