@@ -43,6 +43,7 @@ const envSchema = z.object({
   // pg-boss refuses expirations of 24 hours or more.
   JOB_TIMEOUT_SECONDS: int(1, 86_399).default(300),
   JOB_MAINTENANCE_INTERVAL_SECONDS: int(1, 3600).default(30),
+  TELEMETRY_RETENTION_DAYS: int(1, 3650).default(30),
   SEED_DEMO: optionalBool,
   DEV_LOGIN_ENABLED: optionalBool,
   SESSION_SECRET: z.string().min(16).default(DEV_SESSION_SECRET),
@@ -126,6 +127,8 @@ export interface Config {
   workerPort: number;
   /** Background jobs (worker/README.md). */
   jobs: JobSettings;
+  /** Telemetry events older than this many days are deleted by the retention job (docs/telemetry.md). */
+  telemetryRetentionDays: number;
   seedDemo: boolean;
   devLoginEnabled: boolean;
   sessionSecret: string;
@@ -216,6 +219,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutSeconds: e.JOB_TIMEOUT_SECONDS,
       maintenanceIntervalSeconds: e.JOB_MAINTENANCE_INTERVAL_SECONDS,
     },
+    telemetryRetentionDays: e.TELEMETRY_RETENTION_DAYS,
     seedDemo: e.SEED_DEMO ?? false,
     devLoginEnabled: e.DEV_LOGIN_ENABLED ?? !production,
     sessionSecret: e.SESSION_SECRET,

@@ -1,4 +1,6 @@
 import { discoveryJobHandler } from './modules/integrations/index.js';
+import { riskJobHandler } from './modules/risk/index.js';
+import { telemetryRetentionJob } from './modules/telemetry/index.js';
 import type { JobHandler } from './platform/jobs.js';
 
 /**
@@ -7,4 +9,4 @@ import type { JobHandler } from './platform/jobs.js';
  * index.ts (the handler itself lives beside the module, `<module>.jobs.ts`); its queue and dead-letter
  * queue come from a migration (worker/README.md, Adding a job).
  */
-export const jobHandlers: readonly JobHandler[] = [discoveryJobHandler];
+export const jobHandlers: readonly JobHandler[] = [discoveryJobHandler, riskJobHandler, telemetryRetentionJob];

@@ -9,16 +9,20 @@ import { auditRoutes } from './modules/audit/audit.routes.js';
 import { evidenceRoutes } from './modules/evidence/evidence.routes.js';
 import { findingsRoutes } from './modules/findings/findings.routes.js';
 import { gatewayRoutes } from './modules/gateway/gateway.routes.js';
+import { graphRoutes } from './modules/graph/graph.routes.js';
 import { identitiesRoutes } from './modules/identities/identities.routes.js';
 import { integrationsRoutes } from './modules/integrations/integrations.routes.js';
 import { inventoryRoutes } from './modules/inventory/inventory.routes.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
 import { policiesRoutes } from './modules/policies/policies.routes.js';
+import { riskRoutes } from './modules/risk/risk.routes.js';
 import { notificationsRoutes } from './modules/notifications/notifications.routes.js';
 import { rolesRoutes } from './modules/roles/roles.routes.js';
 import { serviceAccountsRoutes } from './modules/service-accounts/service-accounts.routes.js';
 import { settingsRoutes } from './modules/settings/settings.routes.js';
 import { tenantsRoutes } from './modules/tenants/tenants.routes.js';
+import { telemetryRoutes } from './modules/telemetry/telemetry.routes.js';
+import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
 import { usersRoutes } from './modules/users/users.routes.js';
 
 /** Every operation under /api/v1, one module a group. */
@@ -48,10 +52,14 @@ export async function apiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(identitiesRoutes);
   await app.register(serviceAccountsRoutes);
   await app.register(inventoryRoutes);
+  await app.register(graphRoutes);
   await app.register(findingsRoutes);
+  await app.register(riskRoutes);
+  await app.register(telemetryRoutes);
   await app.register(evidenceRoutes);
   await app.register(gatewayRoutes);
   await app.register(approvalsRoutes);
   await app.register(policiesRoutes);
   await app.register(integrationsRoutes);
+  await app.register(dashboardRoutes);
 }

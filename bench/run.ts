@@ -1,13 +1,15 @@
 import { benchApiRequests } from './api-requests.js';
 import { benchController } from './controller.js';
 import { benchDecisions } from './decisions.js';
+import { benchGraph } from './graph.js';
 import { benchPolicy } from './policy.js';
+import { benchRisk } from './risk.js';
 import { benchSidecar } from './sidecar.js';
 import { benchTokenVerify } from './token-verify.js';
 
 /**
  * `make bench`: every benchmark, printed as tables. BENCH_SECONDS and BENCH_CONNECTIONS tune the HTTP
- * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, controller, sidecar). BENCH_AGENTS sets
+ * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, controller, sidecar, risk, graph). BENCH_AGENTS sets
  * the concurrency of the decisions benchmark (default 32); BENCH_CONTROLLER_AGENTS the Agent resources of the
  * controller benchmark (default 1000) and BENCH_CONTROLLER_WORKERS its reconciles in flight per kind (default 4).
  */
@@ -39,6 +41,18 @@ if (!only || only === 'controller') {
   const workers = Number(process.env.BENCH_CONTROLLER_WORKERS ?? 4);
   console.log(`controller: kubectl apply of ${agents} Agent resources until every one is Ready (test API server, tollgate api and controller on this machine)`);
   console.table(await benchController({ agents, workers }));
+}
+
+if (!only || only === 'risk') {
+  const requests = Number(process.env.BENCH_RISK_REQUESTS ?? 500);
+  console.log(`risk: what-if and recalculation on 10,000 agents, 2,000 tools, 100,000 bindings; ${requests} sequential what-ifs per agent, durable PostgreSQL, 2-process loopback (target: what-if <= 20 ms)`);
+  console.table(await benchRisk({ requests }));
+}
+
+if (!only || only === 'graph') {
+  const requests = Number(process.env.BENCH_GRAPH_REQUESTS ?? 300);
+  console.log(`graph: 10,000 agents, 2,000 tools, ~100,000 edges; ${requests} sequential requests per traversal, durable PostgreSQL, 2-process loopback (targets: traversals p99 <= 50 ms, high-risk-paths <= 500 ms, rebuild <= 10 s)`);
+  console.table(await benchGraph({ requests }));
 }
 
 if (!only || only === 'sidecar') {

@@ -14,6 +14,9 @@ import { registryVersions } from './migrations/0006_registry_versions.js';
 import { serviceAccounts } from './migrations/0007_service_accounts.js';
 import { discovery } from './migrations/0008_discovery.js';
 import { jobs } from './migrations/0009_jobs.js';
+import { risk } from './migrations/0010_risk.js';
+import { graph } from './migrations/0011_graph.js';
+import { telemetry } from './migrations/0012_telemetry.js';
 import type { DB } from './schema.js';
 
 export type Db = Kysely<DB>;
@@ -37,6 +40,9 @@ export function migrations(runtimeRole: string): Record<string, Migration> {
     '0007_service_accounts': serviceAccounts(runtimeRole),
     '0008_discovery': discovery(runtimeRole),
     '0009_jobs': jobs(runtimeRole),
+    '0010_risk': risk(runtimeRole),
+    '0011_graph': graph(runtimeRole),
+    '0012_telemetry': telemetry(runtimeRole),
   };
 }
 

@@ -527,6 +527,124 @@ export interface AgentExternalIdentitiesTable {
   last_seen_at: Generated<Date>;
 }
 
+/** Operational events, kept for TELEMETRY_RETENTION_DAYS (migration 0012, docs/telemetry.md). */
+export interface TelemetryEventsTable {
+  org_id: string;
+  occurred_at: Date;
+  id: string;
+  event_type: string;
+  severity: 'info' | 'low' | 'medium' | 'high' | 'critical';
+  agent_id: string | null;
+  correlation_id: string;
+  summary: string;
+  attributes: Json<Record<string, unknown>>;
+}
+
+/** The Agent Risk Score (migration 0010; docs/risk-and-graph.md). */
+export interface RiskFactorsTable {
+  key: string;
+  position: number;
+  description: string;
+  weight: number;
+  enabled: Generated<boolean>;
+  parameters: ColumnType<Record<string, unknown>, string | undefined, string>;
+}
+
+export interface RiskFactorOverridesTable {
+  org_id: string;
+  factor_key: string;
+  enabled: boolean;
+  reason: string;
+  changed_by: string | null;
+  changed_at: Date;
+}
+
+export interface RiskScoresTable {
+  org_id: string;
+  agent_id: string;
+  score: number;
+  band: string;
+  /** The sum of the contributions before bounding to 0-100. */
+  raw_total: number;
+  factors: ColumnType<unknown[], string, string>;
+  inputs: ColumnType<Record<string, unknown>, string, string>;
+  computed_at: Date;
+}
+
+export interface RiskHistoryTable {
+  org_id: string;
+  agent_id: string;
+  /** A calendar day (UTC); node-postgres answers a `date` as text when told to, a Date otherwise. */
+  day: ColumnType<Date | string, string, string>;
+  score: number;
+  band: string;
+  computed_at: Date;
+}
+
+export interface RiskStaleTable {
+  org_id: string;
+  agent_id: string;
+  generation: ColumnType<string, number | undefined, number>;
+  marked_at: Generated<Date>;
+}
+
+export interface RiskOrgsTable {
+  org_id: string;
+  job_queued: Generated<boolean>;
+  full_generation: ColumnType<string, number | undefined, number>;
+  full_done: ColumnType<string, number | undefined, number>;
+  refresh_due_at: Date | null;
+}
+
+/** The Agent Security Graph (migration 0011; docs/risk-and-graph.md, "The graph"). */
+export interface GraphVersionsTable {
+  org_id: string;
+  version: string;
+  changed_at: Date;
+}
+
+export interface GraphNodesTable {
+  row_id: Generated<string>;
+  org_id: string;
+  id: string;
+  kind: string;
+  key: string;
+  label: string;
+  risk_level: string;
+  source_table: string;
+  source_id: string;
+  attributes: Json;
+  digest: string;
+  valid_from: Date;
+  valid_to: Date | null;
+}
+
+export interface GraphEdgesTable {
+  row_id: Generated<string>;
+  org_id: string;
+  id: string;
+  kind: string;
+  from_id: string;
+  to_id: string;
+  source_table: string;
+  source_id: string;
+  attributes: Json;
+  expires_at: Date | null;
+  digest: string;
+  valid_from: Date;
+  valid_to: Date | null;
+}
+
+export interface GraphStateTable {
+  org_id: string;
+  projected_version: string;
+  projection_id: string;
+  stamp: Date;
+  node_count: number;
+  edge_count: number;
+  projected_at: Date;
+}
+
 export interface DB {
   organisations: OrganisationsTable;
   users: UsersTable;
@@ -564,4 +682,15 @@ export interface DB {
   findings: FindingsTable;
   tool_versions: ToolVersionsTable;
   agent_external_identities: AgentExternalIdentitiesTable;
+  risk_factors: RiskFactorsTable;
+  risk_factor_overrides: RiskFactorOverridesTable;
+  risk_scores: RiskScoresTable;
+  risk_history: RiskHistoryTable;
+  risk_stale: RiskStaleTable;
+  risk_orgs: RiskOrgsTable;
+  telemetry_events: TelemetryEventsTable;
+  graph_versions: GraphVersionsTable;
+  graph_nodes: GraphNodesTable;
+  graph_edges: GraphEdgesTable;
+  graph_state: GraphStateTable;
 }

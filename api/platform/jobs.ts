@@ -40,6 +40,11 @@ export interface DeadLetterContext extends JobContext {
  */
 export interface JobHandler {
   queue: string;
+  /**
+   * A cron expression (UTC, minute resolution): the queue gets a job on it, once across every process that
+   * works queues (pg-boss's scheduler; its own queue `__pgboss__send-it` comes from migration 0012).
+   */
+  schedule?: string;
   handler(data: unknown, ctx: JobContext): Promise<void>;
   deadLetter?(data: unknown, ctx: DeadLetterContext): Promise<void>;
 }
@@ -108,7 +113,8 @@ export class JobQueue {
       schema: JOBS_SCHEMA,
       // The schema is the migrations' (0009_jobs); pg-boss only checks its version.
       migrate: false,
-      schedule: false,
+      // The scheduler runs in processes that work queues (`start`): it sends the jobs of handlers' `schedule`.
+      schedule: true,
       supervise: true,
       maintenanceIntervalSeconds: settings.maintenanceIntervalSeconds,
       pollingIntervalSeconds: settings.pollIntervalSeconds,
@@ -177,6 +183,8 @@ export class JobQueue {
   async serve(handlers: readonly JobHandler[], deps: Deps): Promise<void> {
     for (const h of handlers) {
       await this.work(h.queue, (job) => h.handler(job.data, this.context(job, deps)));
+      // An upsert: every process that serves the queue states the same schedule.
+      if (h.schedule) await this.boss.schedule(h.queue, h.schedule, {}, { tz: 'UTC' });
       const deadLetter = h.deadLetter?.bind(h);
       if (deadLetter) {
         await this.work(deadLetterQueue(h.queue), (job) =>

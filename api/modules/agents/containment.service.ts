@@ -7,6 +7,7 @@ import type { AgentsTable } from '../../db/schema.js';
 import { ApiError } from '../../platform/errors.js';
 import { cancelApprovals, openApprovalsOfAgent } from '../approvals/index.js';
 import { auditWithEvidence } from '../evidence/index.js';
+import { recordTelemetry, telemetryEvents } from '../telemetry/index.js';
 import { updateAgent, type AgentRow } from './agents.repository.js';
 import { agentOr404, agentWithOwners } from './agents.service.js';
 import { containmentEventsOf, insertContainmentEvent, revokeIdentitiesOf } from './containment.repository.js';
@@ -83,6 +84,19 @@ export function containAgent(
       { action: `agent.${action}`, targetType: 'agent', targetId: agentId, details: { reason, ...details } },
       { eventType: 'containment', agentId, payload: { action, reason, ...details } },
     );
+    const cancelled = details.approvals_cancelled as string[] | undefined;
+    await recordTelemetry(tx, orgId, [
+      telemetryEvents.containment({
+        at: now,
+        agentId,
+        correlationId: req.id,
+        action,
+        reason,
+        actorId: actor.userId,
+        details: { ...details, ...(cancelled ? { approvals_cancelled: cancelled.length } : {}) },
+        subject: agent.name,
+      }),
+    ]);
     return agentWithOwners(tx, orgId, agentId);
   });
 }

@@ -5,6 +5,7 @@ import { inScope, type Db } from '../../db/database.js';
 import { ApiError, notFound } from '../../platform/errors.js';
 import { agentOr404 } from '../agents/index.js';
 import { auditWithEvidence } from '../evidence/index.js';
+import { recordTelemetry, telemetryEvents } from '../telemetry/index.js';
 import { insertDenyClassRule, liftDenyClassRule, lockDenyClassRule, type DenyClassRuleRow } from './deny-classes.repository.js';
 
 /** Denies a privilege class for every agent (`agentId` null) or for one; audited, with evidence. */
@@ -38,6 +39,18 @@ export function addDenyClass(
       { action: 'deny_class.added', targetType: 'deny_class_rule', targetId: rule.id, details: { privilege_class: rule.privilege_class, agent_id: rule.agent_id, reason: rule.reason } },
       { eventType: 'containment', agentId: rule.agent_id, payload: { action: 'deny_class', rule_id: rule.id, privilege_class: rule.privilege_class, reason: rule.reason } },
     );
+    await recordTelemetry(tx, orgId, [
+      telemetryEvents.containment({
+        at: now,
+        agentId: rule.agent_id,
+        correlationId: req.id,
+        action: 'deny_class',
+        reason: rule.reason,
+        actorId: actor.userId,
+        details: { rule_id: rule.id, privilege_class: rule.privilege_class },
+        subject: `${rule.privilege_class} tools ${rule.agent_id ? 'for one agent' : 'for every agent'}`,
+      }),
+    ]);
     return rule;
   });
 }
@@ -58,6 +71,18 @@ export function liftDenyClass(db: Db, clock: Clock, req: RequestContext, actor: 
       { action: 'deny_class.lifted', targetType: 'deny_class_rule', targetId: rule.id, details: { reason } },
       { eventType: 'containment', agentId: rule.agent_id, payload: { action: 'deny_class_lifted', rule_id: rule.id, reason } },
     );
+    await recordTelemetry(tx, orgId, [
+      telemetryEvents.containment({
+        at: now,
+        agentId: rule.agent_id,
+        correlationId: req.id,
+        action: 'deny_class_lifted',
+        reason,
+        actorId: actor.userId,
+        details: { rule_id: rule.id, privilege_class: rule.privilege_class },
+        subject: `${rule.privilege_class} tools ${rule.agent_id ? 'for one agent' : 'for every agent'}`,
+      }),
+    ]);
     return lifted;
   });
 }

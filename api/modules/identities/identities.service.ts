@@ -4,6 +4,7 @@ import { inScope, type Db } from '../../db/database.js';
 import { ApiError, notFound } from '../../platform/errors.js';
 import { agentOr404, agentUri } from '../agents/index.js';
 import { audit, recordAudit } from '../audit/index.js';
+import { recordTelemetry, telemetryEvents } from '../telemetry/index.js';
 import {
   identityForClient,
   insertIdentity,
@@ -93,32 +94,48 @@ export async function exchangeClientCredentials(
   const client = await identityForClient(db, credentials.clientId);
   // An unknown client and a wrong secret cost the same and answer the same.
   const ok = await verifySecret(credentials.clientSecret, client?.secret_hash ?? UNKNOWN_CLIENT_HASH, pepper);
-  if (client && !ok) {
-    // A wrong secret for a known client is worth a security team's attention.
+  if (!client) throw new ApiError('invalid_client');
+  // A known client's refusal is recorded once the answer is on its way (telemetry; a wrong secret is audited too).
+  const refused = (reason: 'wrong_secret' | 'identity_revoked' | 'agent_suspended' | 'agent_revoked', error: ApiError) => {
     const at = clock.now();
+    const event = telemetryEvents.tokenRefused({
+      at,
+      agentId: client.agent_id,
+      identityId: client.identity_id,
+      clientId: credentials.clientId,
+      correlationId,
+      reason,
+      errorCode: error.code,
+    });
     deps.afterAnswer(() =>
-      inScope(db, { orgId: client.org_id }, (tx) =>
-        recordAudit(
-          tx,
-          client.org_id,
-          {
-            actorType: 'client',
-            actorId: client.identity_id,
-            action: 'identity.token_denied',
-            targetType: 'identity',
-            targetId: client.identity_id,
-            outcome: 'denied',
-            correlationId,
-            details: { reason: 'wrong client secret' },
-          },
-          at,
-        ),
-      ),
+      inScope(db, { orgId: client.org_id }, async (tx) => {
+        // A wrong secret for a known client is worth a security team's attention.
+        if (reason === 'wrong_secret') {
+          await recordAudit(
+            tx,
+            client.org_id,
+            {
+              actorType: 'client',
+              actorId: client.identity_id,
+              action: 'identity.token_denied',
+              targetType: 'identity',
+              targetId: client.identity_id,
+              outcome: 'denied',
+              correlationId,
+              details: { reason: 'wrong client secret' },
+            },
+            at,
+          );
+        }
+        await recordTelemetry(tx, client.org_id, [event]);
+      }),
     );
-  }
-  if (!client || !ok) throw new ApiError('invalid_client');
-  if (client.identity_status !== 'active' || client.agent_status === 'revoked') throw new ApiError('identity_revoked');
-  if (client.agent_status !== 'active') throw new ApiError('session_revoked', 'The agent is suspended.');
+    return error;
+  };
+  if (!ok) throw refused('wrong_secret', new ApiError('invalid_client'));
+  if (client.identity_status !== 'active') throw refused('identity_revoked', new ApiError('identity_revoked'));
+  if (client.agent_status === 'revoked') throw refused('agent_revoked', new ApiError('identity_revoked'));
+  if (client.agent_status !== 'active') throw refused('agent_suspended', new ApiError('session_revoked', 'The agent is suspended.'));
   const uri = agentUri(client.org_slug, client.agent_slug);
   const issued = await tokens.issue(
     { org: client.org_id, agt: client.agent_id, idn: client.identity_id, epc: client.session_epoch, uri },
@@ -140,6 +157,9 @@ export async function exchangeClientCredentials(
       },
       clock.now(),
     );
+    await recordTelemetry(tx, client.org_id, [
+      telemetryEvents.tokenIssued({ at: clock.now(), agentId: client.agent_id, identityId: client.identity_id, clientId: credentials.clientId, correlationId }),
+    ]);
   });
   return { token: issued.token, expiresIn: issued.expiresIn, agentUri: uri };
 }

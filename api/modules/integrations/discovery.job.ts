@@ -8,6 +8,7 @@ import type { JobHandler } from '../../platform/jobs.js';
 import { OutboundError, OutboundHttp } from '../../platform/outbound.js';
 import { recordAudit } from '../audit/index.js';
 import { appendEvidence, type EvidenceSigner } from '../evidence/index.js';
+import { recordTelemetry, telemetryEvents } from '../telemetry/index.js';
 import { ConnectorError, type IntegrationKind, type IntegrationMode } from './adapters/contract.js';
 import { resolveSecret } from './adapters/credentials.js';
 import { adapterFor } from './adapters/index.js';
@@ -174,6 +175,34 @@ async function finish(
     [...evidence, { eventType: 'discovery_run', payload: details }].map((e) => ({ ...e, correlationId: l.run.correlation_id })),
     now,
   );
+  // The run's end, and the trust states it moved (an approved server whose tool set changed), as telemetry.
+  const at = { at: now, correlationId: l.run.correlation_id };
+  await recordTelemetry(tx, orgId, [
+    ...evidence
+      .filter((e) => e.eventType === 'mcp_trust_change')
+      .map((e) => {
+        const p = e.payload as { mcp_server_id: string; reason: string; trust_state: { from: string; to: string } };
+        return telemetryEvents.trustChanged({
+          ...at,
+          mcpServerId: p.mcp_server_id,
+          serverName: p.mcp_server_id,
+          from: p.trust_state.from,
+          to: p.trust_state.to,
+          reason: p.reason,
+          source: 'discovery',
+          runId: l.run.id,
+        });
+      }),
+    telemetryEvents.discoveryRun({
+      ...at,
+      runId: l.run.id,
+      integrationId: l.integrationId,
+      adapter: l.adapterKey,
+      status: o.status,
+      counters: o.counters,
+      errorMessage: o.error,
+    }),
+  ]);
 }
 
 /** Marks a run failed with a message, when it is still running (the dead-letter path and reconciliation faults). */

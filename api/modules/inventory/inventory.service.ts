@@ -8,6 +8,7 @@ import { outboundUrlProblem } from '../../platform/outbound.js';
 import { isUniqueViolation } from '../../platform/schemas.js';
 import { audit } from '../audit/index.js';
 import { auditWithEvidence } from '../evidence/index.js';
+import { recordTelemetry, telemetryEvents } from '../telemetry/index.js';
 import {
   checkReference,
   findTools,
@@ -93,6 +94,18 @@ export function setMcpServerTrust(db: Db, clock: Clock, req: RequestContext, org
       { action: 'mcp_server.trust_changed', targetType: 'mcp_server', targetId: before.id, details: { reason: body.reason, trust_state: trustState } },
       { eventType: 'mcp_trust_change', payload: { mcp_server_id: before.id, reason: body.reason, trust_state: trustState } },
     );
+    await recordTelemetry(tx, orgId, [
+      telemetryEvents.trustChanged({
+        at: clock.now(),
+        correlationId: req.id,
+        mcpServerId: before.id,
+        serverName: before.name,
+        from: before.trust_state,
+        to: after.trust_state,
+        reason: body.reason,
+        source: 'person',
+      }),
+    ]);
     const tools = await toolsOfServer(tx, orgId, before.id);
     return toMcpServer(after, tools.length);
   });

@@ -10,6 +10,7 @@ import { requireConfirmation } from '../../platform/reason.js';
 import { isUniqueViolation } from '../../platform/schemas.js';
 import { auditWithEvidence } from '../evidence/index.js';
 import { compileRules, decide, decisionInput, InvalidPolicy, type DecisionSnapshots } from '../gateway/index.js';
+import { recordTelemetry, telemetryEvents } from '../telemetry/index.js';
 import {
   getPolicy,
   getVersion,
@@ -169,6 +170,17 @@ export function publishVersion(
       author_id: version.author_id,
       rules_sha256: rulesHash(version.rules),
     });
+    await recordTelemetry(tx, person.orgId, [
+      telemetryEvents.policyPublished({
+        at: now,
+        correlationId: req.id,
+        policyId: policy.id,
+        key: policy.key,
+        number: version.number,
+        previous: before.published_version,
+        actorId: person.userId,
+      }),
+    ]);
     return withVersions(tx, person.orgId, policy);
   });
 }

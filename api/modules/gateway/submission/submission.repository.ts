@@ -3,6 +3,7 @@ import type { Tx } from '../../../db/database.js';
 import type { ActionRequestsTable, ApprovalsTable } from '../../../db/schema.js';
 import { countHits, type Bucket } from '../../../platform/rate-limit.js';
 import { alongside, appendAfter, headForUpdate, lockedHead, type ChainHead, type EvidenceEvent, type EvidenceSigner } from '../../evidence/index.js';
+import { insertTelemetry, type TelemetryEvent } from '../../telemetry/index.js';
 import type { ActionRow } from '../actions.repository.js';
 import type { DecisionColumns } from './records.js';
 
@@ -35,7 +36,7 @@ export async function probeBatch(tx: Tx, orgId: string, hits: Bucket[], pairs: A
   };
 }
 
-/** The batch's evidence, its new actions and their approvals, in the evidence append's one statement. */
+/** The batch's evidence, its new actions, their approvals and its decisions' telemetry, in the evidence append's one statement. */
 export async function writeBatch(
   tx: Tx,
   signer: EvidenceSigner,
@@ -45,10 +46,12 @@ export async function writeBatch(
   now: Date,
   actions: Insertable<ActionRequestsTable>[],
   approvals: Insertable<ApprovalsTable>[],
+  telemetry: TelemetryEvent[] = [],
 ): Promise<void> {
   await appendAfter(tx, signer, orgId, head, events, now, [
     ...(actions.length > 0 ? [alongside('actions', (db) => db.insertInto('action_requests').values(actions))] : []),
     ...(approvals.length > 0 ? [alongside('approvals', (db) => db.insertInto('approvals').values(approvals))] : []),
+    ...(telemetry.length > 0 ? [alongside('telemetry', (db) => insertTelemetry(db, orgId, telemetry))] : []),
   ]);
 }
 

@@ -12,6 +12,7 @@ import {
 } from '../../../platform/rate-limit.js';
 import { isUniqueViolation } from '../../../platform/schemas.js';
 import { appendEvidence, type EvidenceEvent, type EvidenceSigner } from '../../evidence/index.js';
+import { recordTelemetry, telemetryEvents, type TelemetryEvent } from '../../telemetry/index.js';
 import type { ActionIn, SubmissionOut } from '../actions.schemas.js';
 import type { DecisionSnapshots, OrgView } from '../snapshot.js';
 import { requestHash, type ApprovalTokens } from './approval-tokens.js';
@@ -35,11 +36,34 @@ interface Job {
   who: Submitter;
   key: string;
   body: ActionIn;
+  /** performance.now() when it entered the pipeline: its decision's telemetry latency starts here. */
+  arrived: number;
   resolve: (result: SubmissionOut) => void;
   reject: (err: unknown) => void;
 }
 
 type Outcome = { ok: SubmissionOut } | { error: unknown };
+
+/**
+ * The telemetry event of a decision just made (not of a replay, which decides nothing). A decision that
+ * answers with an approved approval is the one on resubmission with its token: a first decision's approval
+ * is pending.
+ */
+function decisionEvent(job: Pick<Job, 'who' | 'body' | 'arrived'>, result: SubmissionOut, now: Date): TelemetryEvent {
+  return telemetryEvents.decision({
+    at: now,
+    agentId: job.who.agentId,
+    correlationId: job.who.correlationId,
+    actionId: result.action.id,
+    tool: job.body.tool,
+    operation: job.body.operation,
+    decision: result.decision.decision,
+    reasonCodes: result.decision.reason_codes,
+    latencyMs: performance.now() - job.arrived,
+    source: job.who.source,
+    redeemed: result.approval?.status === 'approved',
+  });
+}
 
 export class SubmissionService {
   private readonly batches = new GroupCommit<Job>((orgId, batch) => this.runBatch(orgId, batch));
@@ -52,7 +76,8 @@ export class SubmissionService {
    * one transaction with one evidence append and one commit. An acknowledged decision is durable.
    */
   submit(who: Submitter, key: string, body: ActionIn): Promise<SubmissionOut> {
-    return new Promise((resolve, reject) => this.batches.add(who.orgId, { who, key, body, resolve, reject }));
+    const arrived = performance.now();
+    return new Promise((resolve, reject) => this.batches.add(who.orgId, { who, key, body, arrived, resolve, reject }));
   }
 
   /**
@@ -90,6 +115,8 @@ export class SubmissionService {
         }
         const view = await snapshots.load(tx, orgId, batch.map((j) => j.who.agentId), version);
         const fresh: Prepared[] = [];
+        // Each decision's telemetry event, written in the batch's one statement: no round trip of its own.
+        const telemetry: TelemetryEvent[] = [];
         const inBatch = new Map<string, Prepared>();
         const oneByOne: Job[] = [];
         for (const job of batch) {
@@ -116,6 +143,7 @@ export class SubmissionService {
           }
           const prepared = prepare(job.who, job.key, job.body, hash, state, now);
           fresh.push(prepared);
+          telemetry.push(decisionEvent(job, prepared.result, now));
           inBatch.set(pair, prepared);
           outcomes.set(job, { ok: prepared.result });
         }
@@ -124,7 +152,9 @@ export class SubmissionService {
         const events: EvidenceEvent[] = [];
         for (const job of oneByOne) {
           try {
-            outcomes.set(job, { ok: await this.process(tx, view, job.who, job.key, job.body, now, events) });
+            const result = await this.process(tx, view, job.who, job.key, job.body, now, events);
+            outcomes.set(job, { ok: result });
+            if (!result.replayed) telemetry.push(decisionEvent(job, result, now));
           } catch (err) {
             // A refusal (idempotency conflict, unknown agent) happens before its job writes anything.
             if (!(err instanceof ApiError)) throw err;
@@ -144,11 +174,12 @@ export class SubmissionService {
           now,
           fresh.map((f) => f.action),
           fresh.flatMap((f) => (f.approval ? [f.approval] : [])),
+          telemetry,
         );
       });
     } catch {
       // A statement failed and the batch rolled back: each submission runs again on its own.
-      for (const job of batch) this.submitAlone(job.who, job.key, job.body).then(job.resolve, job.reject);
+      for (const job of batch) this.submitAlone(job).then(job.resolve, job.reject);
       return;
     }
     for (const job of batch) {
@@ -159,7 +190,8 @@ export class SubmissionService {
   }
 
   /** One submission in its own transaction; a racing insert of the same key answers as its replay. */
-  private async submitAlone(who: Submitter, key: string, body: ActionIn): Promise<SubmissionOut> {
+  private async submitAlone(job: Job): Promise<SubmissionOut> {
+    const { who, key, body } = job;
     const { db, clock, evidence, snapshots, hits, gatewayPerMinute } = this.deps;
     // The batch's hits rolled back with it.
     if (who.source === 'gateway') await enforceLimit(hits, agentRateKey(who.agentId), gatewayPerMinute);
@@ -170,6 +202,8 @@ export class SubmissionService {
         const view = await snapshots.load(tx, who.orgId, [who.agentId]);
         const result = await this.process(tx, view, who, key, body, now, events);
         await appendEvidence(tx, evidence, who.orgId, events, now);
+        // The batch rolled back, and its telemetry with it: this path writes its own (a replay decided nothing).
+        if (!result.replayed) await recordTelemetry(tx, who.orgId, [decisionEvent(job, result, now)]);
         return result;
       });
     try {
