@@ -157,7 +157,8 @@ async function allPages<T>(client: Client, path: string): Promise<T[]> {
 type Agent = { id: string; name: string; source: string; tags: string[]; [k: string]: unknown };
 type Finding = { id: string; category: string; severity: string; status: string; agent_id: string | null; run_id: string | null; evidence: Record<string, unknown> };
 
-const agentsOf = (org: Org) => allPages<Agent>(org.client, '/agents');
+/** The organisation's agents, less their risk band: the risk job writes it in the background, at its own pace. */
+const agentsOf = async (org: Org) => (await allPages<Agent>(org.client, '/agents')).map(({ risk_band: _band, ...a }) => a);
 const findingsOf = (org: Org) => allPages<Finding>(org.client, '/findings');
 async function modelsOf(org: Org) {
   const res = await org.client.get(api('/models'));

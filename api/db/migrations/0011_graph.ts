@@ -81,6 +81,10 @@ export function graph(runtimeRole: string) {
            else
              org := new.org_id;
            end if;
+           -- One lock order for every deferred trigger of a writer (the registry's, risk's, this one), whatever
+           -- order its rows changed in: the organisation's registry version row first. Without it, a writer
+           -- that changed a graph table first and one that changed a risk-only table first could deadlock.
+           perform 1 from registry_versions where org_id = org for update;
            insert into graph_versions as v (org_id, version, changed_at) values (org, 1, clock_timestamp())
              on conflict (org_id) do update set version = v.version + 1, changed_at = greatest(v.changed_at, excluded.changed_at);
            return null;

@@ -181,6 +181,8 @@ database and API Secrets by key. The API runs the jobs itself only when there is
 {{- end }}
 - name: OTEL_SERVICE_NAME
   value: {{ $v.api.otel.serviceName | quote }}
+- name: TELEMETRY_RETENTION_DAYS
+  value: {{ $v.api.telemetryRetentionDays | quote }}
 {{- with $v.api.vaultAddr }}
 - name: VAULT_ADDR
   value: {{ . | quote }}
