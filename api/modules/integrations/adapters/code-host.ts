@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TOOL_KEY } from '../../inventory/index.js';
 import { ENVIRONMENT } from '../../shared/index.js';
 import { ConnectorError, emptyResult, type Adapter, type DiscoveredAgent, type DiscoverContext } from './contract.js';
 import {
@@ -48,8 +49,6 @@ const MANIFEST_MAX_BYTES = 64 * 1024;
 const ORGANISATION = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/;
 /** A relative folder: segments of letters, digits, `.`, `_`, `-`, never `.` or `..` alone. */
 const MANIFEST_DIR = /^(?!.*(?:^|\/)\.{1,2}(?:\/|$))[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*$/;
-/** The inventory's tool key shape (api/modules/inventory/inventory.schemas.ts, TOOL_KEY). */
-const TOOL_KEY = /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/;
 
 /** The agent manifest, as the spec lists its fields; other fields are ignored. */
 export const agentManifestSchema = z.object({
