@@ -17,6 +17,7 @@ import { jobs } from './migrations/0009_jobs.js';
 import { risk } from './migrations/0010_risk.js';
 import { graph } from './migrations/0011_graph.js';
 import { telemetry } from './migrations/0012_telemetry.js';
+import { decisionTelemetry } from './migrations/0013_decision_telemetry.js';
 import type { DB } from './schema.js';
 
 export type Db = Kysely<DB>;
@@ -43,6 +44,7 @@ export function migrations(runtimeRole: string): Record<string, Migration> {
     '0010_risk': risk(runtimeRole),
     '0011_graph': graph(runtimeRole),
     '0012_telemetry': telemetry(runtimeRole),
+    '0013_decision_telemetry': decisionTelemetry(),
   };
 }
 

@@ -346,6 +346,8 @@ export interface ActionRequestsTable {
   created_at: Date;
   updated_at: Date;
   executed_at: Date | null;
+  /** Milliseconds to the first decision; set while that decision is read as telemetry (migration 0013). */
+  decision_ms: number | null;
 }
 
 export interface ApprovalsTable {

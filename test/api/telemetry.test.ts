@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sweepTelemetry, TELEMETRY_EVENT_TYPES } from '../../api/modules/telemetry/index.js';
+import { sweepTelemetry, TELEMETRY_EVENT_TYPES, telemetryEvents } from '../../api/modules/telemetry/index.js';
 import { ROOT } from '../support/processes.js';
 import { addMember, api, expectValidation, onboardAdmin, setPlan, startTestApp, TestClock, type Client, type TestApp } from '../support/harness.js';
 
@@ -73,6 +73,36 @@ describe('telemetry', () => {
       payload: body,
     });
 
+  /** A statement as the database owner (past row-level security), for what no API operation shows or writes. */
+  const owner = async <T>(fn: (c: pg.Client) => Promise<T>) => {
+    const c = new pg.Client({ connectionString: t.ownerUrl });
+    await c.connect();
+    try {
+      return await fn(c);
+    } finally {
+      await c.end();
+    }
+  };
+  /** The telemetry_events rows that name one of these actions. */
+  const loggedFor = (actionIds: string[]) =>
+    owner(async (c) => (await c.query(`select id, attributes from telemetry_events where attributes->>'action_id' = any($1)`, [actionIds])).rows);
+
+  /**
+   * An action row as the gateway writes one (decided `at`, first decision's latency `decisionMs`), planted
+   * with chosen values: what no submission could make (a 600-character tool key), or a past date.
+   */
+  const plantAction = (orgId: string, agentId: string, at: Date, a: { tool: string; decision: string; reasonCodes: string[]; decisionMs: number | null; correlationId?: string }) =>
+    owner(async (c) => {
+      const id = randomUUID();
+      await c.query(
+        `insert into action_requests (id, org_id, agent_id, source, idempotency_key, request_hash, tool, operation, target, state,
+           decision, reason_codes, trace, correlation_id, created_at, updated_at, decision_ms)
+         values ($1, $2, $3, 'gateway', $10, 'h', $4, 'invoke', 't://x', 'denied', $5, $6, '[]', $7, $8, $8, $9)`,
+        [id, orgId, agentId, a.tool, a.decision, a.reasonCodes, a.correlationId ?? `planted-${id}`, at, a.decisionMs, `planted-${id}`],
+      );
+      return id;
+    });
+
   const lookup = { tool: 'crm.lookup_customer', target: 'crm://customers/42', parameters: { customer_id: '42' } };
   const payment = (amount: number) => ({ tool: 'payments.create_payment', target: 'payee://acme', parameters: { amount, currency: 'EUR' } });
 
@@ -130,6 +160,61 @@ describe('telemetry', () => {
       expect(replay.json().replayed).toBe(true);
       const forAction = (await list(admin.client, 'event_type=gateway.decision&limit=200')).filter((e) => e.attributes.action_id === first.json().action.id);
       expect(forAction).toHaveLength(1);
+
+      // A first decision writes no telemetry row: its action row is read as its event, named by the action's id.
+      const ids = [allowed, denied, secret, held, first].map((r) => r.json().action.id as string);
+      expect(await loggedFor(ids)).toEqual([]);
+      expect(decisions.filter((e) => ids.includes(e.attributes.action_id)).map((e) => e.id).sort()).toEqual(ids.slice(0, 4).sort());
+    });
+
+    it('gateway.decision: the event read from an action row is the one the builder builds, to the character', async () => {
+      const org = await onboardAdmin(t.app, 'Projection Org');
+      const a = (await org.client.post(api('/agents'), { name: 'Projection agent' })).json();
+      const at = clock.now();
+      const cases = [
+        { tool: 'crm.lookup_customer', decision: 'allow', reasonCodes: ['PERMISSION_GRANTED'], decisionMs: 1.234 },
+        { tool: 'crm.lookup_customer', decision: 'allow', reasonCodes: [], decisionMs: 0 },
+        { tool: 'payments.create_payment', decision: 'require_approval', reasonCodes: ['APPROVAL_REQUIRED', 'HIGH_VALUE'], decisionMs: 12.5 },
+        { tool: 'crm.export_all', decision: 'deny', reasonCodes: ['PERMISSION_NOT_GRANTED'], decisionMs: 3 },
+        { tool: 'crm.export_all', decision: 'deny', reasonCodes: ['POLICY_DENY', 'AGENT_SUSPENDED'], decisionMs: 0.001 },
+        { tool: `${'x'.repeat(600)}.é`, decision: 'deny', reasonCodes: ['SECRET_DETECTED'], decisionMs: 7.25 },
+        { tool: 'crm.lookup_customer', decision: 'deny', reasonCodes: ['A_CODE', 'B_CODE'], decisionMs: 99999.999 },
+      ];
+      const planted: Array<(typeof cases)[number] & { id: string }> = [];
+      for (const c of cases) planted.push({ id: await plantAction(org.tenant.id, a.id, at, c), ...c });
+      const listed = await list(org.client, 'event_type=gateway.decision&limit=50');
+      expect(listed).toHaveLength(cases.length);
+      for (const p of planted) {
+        const built = telemetryEvents.decision({
+          at,
+          agentId: a.id,
+          correlationId: `planted-${p.id}`,
+          actionId: p.id,
+          tool: p.tool,
+          operation: 'invoke',
+          decision: p.decision,
+          reasonCodes: p.reasonCodes,
+          latencyMs: p.decisionMs,
+          source: 'gateway',
+          redeemed: false,
+        });
+        expect(listed.find((e) => e.id === p.id), p.tool.slice(0, 40)).toEqual({
+          id: p.id,
+          event_type: built.eventType,
+          severity: built.severity,
+          occurred_at: at.toISOString(),
+          agent_id: a.id,
+          correlation_id: built.correlationId,
+          summary: built.summary,
+          attributes: built.attributes,
+        });
+      }
+      expect(listed.find((e) => e.id === planted[5]!.id)!.summary).toHaveLength(500);
+      // Each filter sees the projected columns: severity, q on the summary, correlation ID.
+      expect((await list(org.client, 'severity=high')).map((e) => e.id).sort()).toEqual([planted[4]!.id, planted[5]!.id].sort());
+      expect((await list(org.client, 'q=b_code')).map((e) => e.id)).toEqual([planted[6]!.id]);
+      expect((await list(org.client, `correlation_id=planted-${planted[2]!.id}`)).map((e) => e.severity)).toEqual(['low']);
+      expect((await list(org.client, 'event_type=policy.published'))).toEqual([]);
     });
 
     it('gateway.decision: concurrent submissions, group-committed, each get their own event', async () => {
@@ -156,6 +241,12 @@ describe('telemetry', () => {
         ['require_approval', false],
       ]);
       expect(events.find((e) => e.attributes.redeemed)!.summary).toContain('after approval');
+      // The first decision keeps what it was (id, reason codes, latency), though the action row now holds the second.
+      const firstEvent = events.find((e) => !e.attributes.redeemed)!;
+      expect(firstEvent).toMatchObject({ id: held.action.id, attributes: { reason_codes: held.decision.reason_codes } });
+      expect(firstEvent.attributes.latency_ms).toBeGreaterThan(0);
+      // Both are telemetry rows now, written by the redemption: the action row is no longer read as an event.
+      expect((await loggedFor([held.action.id])).map((r) => r.attributes.redeemed).sort()).toEqual([false, true]);
     });
 
     it('identity.token_issued and identity.token_refused: exchanges, a wrong secret, and a suspended agent', async () => {
@@ -471,15 +562,6 @@ describe('telemetry', () => {
   });
 
   describe('retention', () => {
-    const owner = async <T>(fn: (c: pg.Client) => Promise<T>) => {
-      const c = new pg.Client({ connectionString: t.ownerUrl });
-      await c.connect();
-      try {
-        return await fn(c);
-      } finally {
-        await c.end();
-      }
-    };
     const days = (n: number) => new Date(clock.now().getTime() - n * 86_400_000);
     /** Events written as they would be, at chosen times, in both organisations. */
     const plant = (orgId: string, at: Date, n: number, marker: string) =>
@@ -491,6 +573,19 @@ describe('telemetry', () => {
         ),
       );
     const count = (marker: string) => owner(async (c) => Number((await c.query('select count(*) from telemetry_events where correlation_id = $1', [marker])).rows[0].count));
+
+    it('a decision read from its action row is answered only within TELEMETRY_RETENTION_DAYS, in lists and stats', async () => {
+      const org = await onboardAdmin(t.app, 'Retention Org');
+      const a = (await org.client.post(api('/agents'), { name: 'Retention agent' })).json();
+      const decision = { tool: 'crm.lookup_customer', decision: 'allow', reasonCodes: ['PERMISSION_GRANTED'], decisionMs: 2 };
+      const old = await plantAction(org.tenant.id, a.id, days(30.01), decision);
+      const kept = await plantAction(org.tenant.id, a.id, days(29.9), decision);
+      const before = await plantAction(org.tenant.id, a.id, days(1), { ...decision, decisionMs: null }); // decided before migration 0013
+      expect((await list(org.client, 'limit=50')).map((e) => e.id)).toEqual([kept]);
+      const stats = (await org.client.get(api('/telemetry/stats?hours=720'))).json();
+      expect(stats.totals).toMatchObject({ events: 1, decisions: { allow: 1 }, decision_latency_ms: { p50: 2, p95: 2 } });
+      expect([old, before]).not.toContain(kept);
+    });
 
     it('runs as the telemetry.retention job in the worker, scheduled every 10 minutes; the runtime role cannot delete events itself', async () => {
       await plant(other.tenant.id, days(40), 3, 'old-d');

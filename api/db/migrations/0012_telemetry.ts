@@ -17,7 +17,8 @@ const SCHEDULER_QUEUE = '__pgboss__send-it';
  * or refusal, a containment, a discovery run, an MCP trust change, a policy publish), kept for
  * TELEMETRY_RETENTION_DAYS. Not evidence: no chain, no signature; a log to filter and count.
  *
- * The gateway writes one row per decision in its batch's one statement, so every index here is paid on
+ * The gateway wrote one row per decision here in its batch's one statement (until migration 0013 read first
+ * decisions from their action rows instead), so every index here was paid on
  * the hot path: the primary key is the listing order itself (organisation, time, id), and the other
  * indexes serve one filter each. What is the bulk stays out of the index that would only repeat the
  * primary key: decisions out of the type index, `info` events (allowed decisions, issued tokens) out of

@@ -4,6 +4,7 @@ import type { Tx } from '../../db/database.js';
 import type { FindingsTable } from '../../db/schema.js';
 import type { Position } from '../../platform/pagination.js';
 import { iso, likePattern } from '../../platform/schemas.js';
+import { notifyHoldersOf } from '../notifications/index.js';
 import type { FindingFilters, FindingOut, FindingSeverity, FindingStatus } from './findings.schemas.js';
 
 export type FindingRow = Selectable<FindingsTable>;
@@ -40,11 +41,25 @@ export async function openFinding(tx: Tx, orgId: string, f: OpenFindingInput): P
   // A finding closed between the conflict and the look-up frees the key: try again (twice is plenty).
   for (let attempt = 0; attempt < 3; attempt++) {
     const id = await insertUnlessOpen(tx, orgId, f);
-    if (id) return { id, opened: true };
+    if (id) {
+      if (f.severity === 'high' || f.severity === 'critical') await notifySecurityStaff(tx, orgId, id, f);
+      return { id, opened: true };
+    }
     const open = await openWithKey(tx, orgId, f.dedupe_key);
     if (open) return { id: open.id, opened: false };
   }
   throw new Error(`finding ${f.dedupe_key}: the open one keeps changing`);
+}
+
+/** A high or critical finding just opened: every member who may triage findings is told (`finding.high_severity`). */
+async function notifySecurityStaff(tx: Tx, orgId: string, id: string, f: OpenFindingInput): Promise<void> {
+  const title = `${f.severity === 'critical' ? 'Critical' : 'High'} finding: ${f.title}`;
+  const notice = {
+    kind: 'finding.high_severity' as const,
+    title: title.length > 200 ? `${title.slice(0, 199)}…` : title,
+    body: `A ${f.severity} ${f.category.replaceAll('_', ' ')} finding opened (finding ${id}). Triage it with PATCH /findings/${id}.`,
+  };
+  await notifyHoldersOf(tx, orgId, 'finding:write', [notice], f.now ?? new Date()).execute();
 }
 
 async function insertUnlessOpen(tx: Tx, orgId: string, f: OpenFindingInput): Promise<string | undefined> {

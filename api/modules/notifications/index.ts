@@ -1,2 +1,2 @@
 /** The notifications module's public face: notifying people. */
-export { notify } from './notifications.repository.js';
+export { notify, notifyHoldersOf, type Notice, type NotificationKind } from './notifications.repository.js';

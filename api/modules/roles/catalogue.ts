@@ -128,6 +128,11 @@ export function permissionsOf(roles: readonly string[]): Set<Permission> {
   return out;
 }
 
+/** The keys of the roles that grant `permission`: who is told about work that needs it. */
+export function rolesGranting(permission: Permission): string[] {
+  return ROLES.filter((r) => r.permissions.includes(permission)).map((r) => r.key);
+}
+
 /**
  * The permissions `roles` grant that `held` lacks: whoever grants roles to another principal must
  * hold every permission they grant (no escalation). Empty when the grant is allowed.

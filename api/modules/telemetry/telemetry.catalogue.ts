@@ -13,8 +13,10 @@ export type TelemetrySeverity = (typeof TELEMETRY_SEVERITY)[number];
 export const DECISION_OUTCOMES = ['allow', 'deny', 'require_approval'] as const;
 export type DecisionOutcome = (typeof DECISION_OUTCOMES)[number];
 
-/** One event as a writer hands it over; the repository adds the organisation and an id. */
+/** One event as a writer hands it over; the repository adds the organisation and, unless given, an id. */
 export interface TelemetryEvent {
+  /** The event's id when it has one already (a decision's event is its action's id). */
+  id?: string;
   eventType: TelemetryEventType;
   severity: TelemetrySeverity;
   occurredAt: Date;
@@ -47,8 +49,9 @@ export const CATALOGUE = {
   'gateway.decision': {
     writtenBy:
       'the gateway, for every decision it makes (POST /actions, POST /actions/console, and the decision again when an ' +
-      'approved action is resubmitted with its token), in the same statement as the action and its evidence; a replay ' +
-      'under the same Idempotency-Key is not a new decision and writes none',
+      'approved action is resubmitted with its token). A first decision is its action row, read as the event (the event ' +
+      "id is the action's id); the decision on resubmission is a row of its own, written with the redemption's " +
+      'evidence. A replay under the same Idempotency-Key is not a new decision and adds none',
     severity:
       `allow: info; require_approval: low; deny: medium, or high when a reason code is one of ${[...HIGH_SEVERITY_DENY_REASONS].join(', ')}`,
     attributes: {
@@ -59,7 +62,7 @@ export const CATALOGUE = {
       reason_codes: 'every reason code of the decision',
       latency_ms:
         "milliseconds from the submission entering the gateway's group commit to its decision: the wait for its batch, the " +
-        "batch's probe and the decision itself (the commit that follows, which writes this event, is not included)",
+        "batch's probe and the decision itself (the commit that follows, which records the decision, is not included)",
       source: 'gateway (an agent) or console (a person, POST /actions/console)',
       redeemed: 'true when this is the decision on resubmission with an approval token',
     },
@@ -139,7 +142,8 @@ export const CATALOGUE = {
 export type TelemetryEventType = keyof typeof CATALOGUE;
 export const TELEMETRY_EVENT_TYPES = Object.keys(CATALOGUE) as TelemetryEventType[];
 
-const SUMMARY_MAX = 500;
+/** The longest summary; a longer one is cut to SUMMARY_MAX - 1 characters and an ellipsis. */
+export const SUMMARY_MAX = 500;
 const clip = (s: string) => (s.length > SUMMARY_MAX ? `${s.slice(0, SUMMARY_MAX - 1)}…` : s);
 
 function event(

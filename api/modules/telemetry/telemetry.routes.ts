@@ -13,6 +13,7 @@ export async function telemetryRoutes(app: FastifyInstance): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const { db, clock, config } = app.deps;
   const cursors = new Cursors(config.sessionSecret);
+  const reads = { db, clock, retentionDays: config.telemetryRetentionDays };
 
   r.get(
     '/telemetry',
@@ -30,7 +31,7 @@ export async function telemetryRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = actorOf(req);
-      return telemetryPage(db, cursors, p.orgId, req.query);
+      return telemetryPage(reads, cursors, p.orgId, req.query);
     },
   );
 
@@ -51,7 +52,7 @@ export async function telemetryRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = actorOf(req);
-      return telemetryStats(db, clock, p.orgId, req.query.hours);
+      return telemetryStats(reads, p.orgId, req.query.hours);
     },
   );
 }

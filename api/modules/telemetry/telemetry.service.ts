@@ -8,6 +8,20 @@ import { listTelemetry, telemetryCounts, type HourCount, type HourLatency, type 
 import type { StatsOut, TelemetryEventOut, TelemetryQuery } from './telemetry.schemas.js';
 
 const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+
+/** What a read needs besides the organisation: the time, and how far back telemetry is kept. */
+export interface TelemetryReadDeps {
+  db: Db;
+  clock: Clock;
+  retentionDays: number;
+}
+
+/**
+ * The start of the retention window: decisions read from the actions are answered from here on, as the
+ * events of telemetry_events are (those older are deleted by the retention job within 10 minutes).
+ */
+const retentionCutoff = (deps: TelemetryReadDeps) => new Date(deps.clock.now().getTime() - deps.retentionDays * DAY_MS);
 
 export function toTelemetryEvent(r: TelemetryRow): TelemetryEventOut {
   return {
@@ -23,20 +37,21 @@ export function toTelemetryEvent(r: TelemetryRow): TelemetryEventOut {
 }
 
 /** One page of the organisation's telemetry, newest first. */
-export function telemetryPage(db: Db, cursors: Cursors, orgId: string, query: TelemetryQuery & { limit: number; cursor?: string }) {
+export function telemetryPage(deps: TelemetryReadDeps, cursors: Cursors, orgId: string, query: TelemetryQuery & { limit: number; cursor?: string }) {
   const { limit, cursor, since, until, ...filters } = query;
   if (since && until && Date.parse(until) <= Date.parse(since)) {
     throw validationFailed([{ field: 'query.until', message: 'must be after since' }], 'until must be after since.');
   }
   const scope = `telemetry:${orgId}`;
   const after = cursors.decode(scope, cursor);
-  return inScope(db, { orgId }, async (tx) => {
+  return inScope(deps.db, { orgId }, async (tx) => {
     const rows = await listTelemetry(
       tx,
       orgId,
       { ...filters, since: since ? new Date(since) : undefined, until: until ? new Date(until) : undefined },
       after,
       limit,
+      retentionCutoff(deps),
     );
     return cursors.page(scope, rows, limit, (e) => ({ t: iso(e.occurred_at), id: e.id }), toTelemetryEvent);
   });
@@ -70,12 +85,12 @@ const ms = (v: number | null) => (v === null ? null : Math.round(v * 1000) / 100
  * decisions by outcome, and decision latency p50/p95, per hour and for the whole window. Hours without
  * events are listed with zeros.
  */
-export async function telemetryStats(db: Db, clock: Clock, orgId: string, hours: number): Promise<StatsOut> {
-  const currentHour = Math.floor(clock.now().getTime() / HOUR_MS);
+export async function telemetryStats(deps: TelemetryReadDeps, orgId: string, hours: number): Promise<StatsOut> {
+  const currentHour = Math.floor(deps.clock.now().getTime() / HOUR_MS);
   const first = currentHour - hours + 1;
   const since = new Date(first * HOUR_MS);
   const until = new Date((currentHour + 1) * HOUR_MS);
-  const { counts, latency } = await inScope(db, { orgId }, (tx) => telemetryCounts(tx, orgId, since, until));
+  const { counts, latency } = await inScope(deps.db, { orgId }, (tx) => telemetryCounts(tx, orgId, since, until, retentionCutoff(deps)));
 
   const totals = emptyTally();
   const series = Array.from({ length: hours }, (_, i) => ({ hour: iso(new Date((first + i) * HOUR_MS)), ...emptyTally() }));

@@ -3,6 +3,7 @@ import type { Insertable } from 'kysely';
 import type { ActionRequestsTable, ApprovalsTable } from '../../../db/schema.js';
 import type { ApprovalRow } from '../../approvals/index.js';
 import type { EvidenceEvent } from '../../evidence/index.js';
+import type { Notice } from '../../notifications/index.js';
 import type { ActionIn, SubmissionOut } from '../actions.schemas.js';
 import { decide } from '../engine/decide.js';
 import type { Decision } from '../engine/types.js';
@@ -114,16 +115,38 @@ export function decideSubmission(
   return { decision, execution, output, columns, approval, events };
 }
 
+const clipped = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+/** The notice of a new approval request, for every member who may decide it. */
+function approvalNotice(who: Submitter, body: ActionIn, reasonCodes: string[], approval: Insertable<ApprovalsTable>): Notice {
+  const expires = new Date(approval.expires_at as Date).toISOString();
+  return {
+    kind: 'approval.pending',
+    title: clipped(`Approval needed: ${body.tool} (${body.operation})`, 200),
+    body: clipped(
+      `Agent ${who.agentId}${who.source === 'console' ? ' (submitted from the console)' : ''} asks to ${body.operation} ${body.tool} ` +
+        `on ${clipped(body.target, 200)}${body.on_behalf_of ? ` on behalf of ${clipped(body.on_behalf_of, 100)}` : ''}: ` +
+        `${reasonCodes.join(', ')}. Approval ${approval.id}, open until ${expires}.`,
+      1000,
+    ),
+  };
+}
+
 /** A fresh submission decided in memory: its rows, its evidence and its answer. */
 export interface Prepared {
   action: Insertable<ActionRequestsTable>;
   approval: Insertable<ApprovalsTable> | undefined;
+  /** What the approvers are told of the approval it asks for (kind `approval.pending`). */
+  notice: Notice | undefined;
   events: EvidenceEvent[];
   result: SubmissionOut;
 }
 
-/** Decides a submission under a key not used before, and runs it when allowed; writes nothing. */
-export function prepare(who: Submitter, key: string, body: ActionIn, hash: string, state: DecisionState, now: Date): Prepared {
+/**
+ * Decides a submission under a key not used before, and runs it when allowed; writes nothing. `decisionMs`
+ * is its latency so far, which the action row keeps as its telemetry (D26).
+ */
+export function prepare(who: Submitter, key: string, body: ActionIn, hash: string, state: DecisionState, now: Date, decisionMs: number): Prepared {
   const id = randomUUID();
   const { decision, execution, output, columns, approval, events } = decideSubmission(who, id, body, hash, state, now);
   const action: Insertable<ActionRequestsTable> = {
@@ -146,10 +169,12 @@ export function prepare(who: Submitter, key: string, body: ActionIn, hash: strin
     requested_by: who.requestedBy,
     correlation_id: who.correlationId,
     created_at: now,
+    decision_ms: decisionMs,
   };
   return {
     action,
     approval,
+    notice: approval ? approvalNotice(who, body, decision.reasonCodes, approval) : undefined,
     events,
     result: {
       action: { id, status: columns.state as SubmissionOut['action']['status'] },

@@ -3,6 +3,7 @@ import type { Tx } from '../../../db/database.js';
 import type { ActionRequestsTable, ApprovalsTable } from '../../../db/schema.js';
 import { countHits, type Bucket } from '../../../platform/rate-limit.js';
 import { alongside, appendAfter, headForUpdate, lockedHead, type ChainHead, type EvidenceEvent, type EvidenceSigner } from '../../evidence/index.js';
+import { notifyHoldersOf, type Notice } from '../../notifications/index.js';
 import { insertTelemetry, type TelemetryEvent } from '../../telemetry/index.js';
 import type { ActionRow } from '../actions.repository.js';
 import type { DecisionColumns } from './records.js';
@@ -36,7 +37,10 @@ export async function probeBatch(tx: Tx, orgId: string, hits: Bucket[], pairs: A
   };
 }
 
-/** The batch's evidence, its new actions, their approvals and its decisions' telemetry, in the evidence append's one statement. */
+/**
+ * The batch's evidence, its new actions, their approvals, the approvers' notices of them and its
+ * redemptions' telemetry, in the evidence append's one statement.
+ */
 export async function writeBatch(
   tx: Tx,
   signer: EvidenceSigner,
@@ -47,10 +51,12 @@ export async function writeBatch(
   actions: Insertable<ActionRequestsTable>[],
   approvals: Insertable<ApprovalsTable>[],
   telemetry: TelemetryEvent[] = [],
+  notices: Notice[] = [],
 ): Promise<void> {
   await appendAfter(tx, signer, orgId, head, events, now, [
     ...(actions.length > 0 ? [alongside('actions', (db) => db.insertInto('action_requests').values(actions))] : []),
     ...(approvals.length > 0 ? [alongside('approvals', (db) => db.insertInto('approvals').values(approvals))] : []),
+    ...(notices.length > 0 ? [alongside('notified', (db) => notifyHoldersOf(db, orgId, 'approval:decide', notices, now))] : []),
     ...(telemetry.length > 0 ? [alongside('telemetry', (db) => insertTelemetry(db, orgId, telemetry))] : []),
   ]);
 }
@@ -71,13 +77,30 @@ export function actionById(tx: Tx, id: string): Promise<ActionRow> {
   return tx.selectFrom('action_requests').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 }
 
-export async function insertAction(tx: Tx, action: Insertable<ActionRequestsTable>, approval: Insertable<ApprovalsTable> | undefined): Promise<void> {
+/** One new action, its approval and the approvers' notice of it. */
+export async function insertAction(
+  tx: Tx,
+  action: Insertable<ActionRequestsTable>,
+  approval: Insertable<ApprovalsTable> | undefined,
+  notice: Notice | undefined,
+  now: Date,
+): Promise<void> {
   await tx.insertInto('action_requests').values(action).execute();
   if (approval) await tx.insertInto('approvals').values(approval).execute();
+  if (notice) await notifyHoldersOf(tx, action.org_id, 'approval:decide', [notice], now).execute();
 }
 
-/** Marks an approval's token used and sets the action's new decision; returns the action. */
-export async function redeemAction(tx: Tx, approvalId: string, actionId: string, columns: DecisionColumns, now: Date): Promise<ActionRow> {
+/**
+ * Marks an approval's token used and sets the action's new decision (with `decision_ms` null: its first
+ * decision's telemetry is no longer read from it); returns the action.
+ */
+export async function redeemAction(
+  tx: Tx,
+  approvalId: string,
+  actionId: string,
+  columns: DecisionColumns & { decision_ms: null },
+  now: Date,
+): Promise<ActionRow> {
   await tx.updateTable('approvals').set({ token_used_at: now }).where('id', '=', approvalId).execute();
   return tx.updateTable('action_requests').set(columns).where('id', '=', actionId).returningAll().executeTakeFirstOrThrow();
 }

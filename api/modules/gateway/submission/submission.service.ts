@@ -44,12 +44,14 @@ interface Job {
 
 type Outcome = { ok: SubmissionOut } | { error: unknown };
 
+/** Milliseconds since `arrived`, to the microsecond: a decision's latency as telemetry shows it. */
+const sinceArrival = (arrived: number) => Math.round((performance.now() - arrived) * 1000) / 1000;
+
 /**
- * The telemetry event of a decision just made (not of a replay, which decides nothing). A decision that
- * answers with an approved approval is the one on resubmission with its token: a first decision's approval
- * is pending.
+ * The telemetry event of a decision on resubmission with an approval token. A first decision writes no
+ * event: its action row carries its latency (`decision_ms`) and is read as its event (D26).
  */
-function decisionEvent(job: Pick<Job, 'who' | 'body' | 'arrived'>, result: SubmissionOut, now: Date): TelemetryEvent {
+function redeemedEvent(job: Pick<Job, 'who' | 'body' | 'arrived'>, result: SubmissionOut, now: Date): TelemetryEvent {
   return telemetryEvents.decision({
     at: now,
     agentId: job.who.agentId,
@@ -59,9 +61,9 @@ function decisionEvent(job: Pick<Job, 'who' | 'body' | 'arrived'>, result: Submi
     operation: job.body.operation,
     decision: result.decision.decision,
     reasonCodes: result.decision.reason_codes,
-    latencyMs: performance.now() - job.arrived,
+    latencyMs: sinceArrival(job.arrived),
     source: job.who.source,
-    redeemed: result.approval?.status === 'approved',
+    redeemed: true,
   });
 }
 
@@ -115,7 +117,7 @@ export class SubmissionService {
         }
         const view = await snapshots.load(tx, orgId, batch.map((j) => j.who.agentId), version);
         const fresh: Prepared[] = [];
-        // Each decision's telemetry event, written in the batch's one statement: no round trip of its own.
+        // Redemptions' telemetry events, written in the batch's one statement (a first decision's is its action row).
         const telemetry: TelemetryEvent[] = [];
         const inBatch = new Map<string, Prepared>();
         const oneByOne: Job[] = [];
@@ -141,9 +143,8 @@ export class SubmissionService {
             outcomes.set(job, { error: notFound('No such agent.') });
             continue;
           }
-          const prepared = prepare(job.who, job.key, job.body, hash, state, now);
+          const prepared = prepare(job.who, job.key, job.body, hash, state, now, sinceArrival(job.arrived));
           fresh.push(prepared);
-          telemetry.push(decisionEvent(job, prepared.result, now));
           inBatch.set(pair, prepared);
           outcomes.set(job, { ok: prepared.result });
         }
@@ -152,9 +153,7 @@ export class SubmissionService {
         const events: EvidenceEvent[] = [];
         for (const job of oneByOne) {
           try {
-            const result = await this.process(tx, view, job.who, job.key, job.body, now, events);
-            outcomes.set(job, { ok: result });
-            if (!result.replayed) telemetry.push(decisionEvent(job, result, now));
+            outcomes.set(job, { ok: await this.process(tx, view, job, now, events, telemetry) });
           } catch (err) {
             // A refusal (idempotency conflict, unknown agent) happens before its job writes anything.
             if (!(err instanceof ApiError)) throw err;
@@ -175,6 +174,7 @@ export class SubmissionService {
           fresh.map((f) => f.action),
           fresh.flatMap((f) => (f.approval ? [f.approval] : [])),
           telemetry,
+          fresh.flatMap((f) => (f.notice ? [f.notice] : [])),
         );
       });
     } catch {
@@ -191,7 +191,7 @@ export class SubmissionService {
 
   /** One submission in its own transaction; a racing insert of the same key answers as its replay. */
   private async submitAlone(job: Job): Promise<SubmissionOut> {
-    const { who, key, body } = job;
+    const { who } = job;
     const { db, clock, evidence, snapshots, hits, gatewayPerMinute } = this.deps;
     // The batch's hits rolled back with it.
     if (who.source === 'gateway') await enforceLimit(hits, agentRateKey(who.agentId), gatewayPerMinute);
@@ -199,11 +199,11 @@ export class SubmissionService {
       inScope(db, { orgId: who.orgId }, async (tx) => {
         const now = clock.now();
         const events: EvidenceEvent[] = [];
+        const telemetry: TelemetryEvent[] = [];
         const view = await snapshots.load(tx, who.orgId, [who.agentId]);
-        const result = await this.process(tx, view, who, key, body, now, events);
+        const result = await this.process(tx, view, job, now, events, telemetry);
         await appendEvidence(tx, evidence, who.orgId, events, now);
-        // The batch rolled back, and its telemetry with it: this path writes its own (a replay decided nothing).
-        if (!result.replayed) await recordTelemetry(tx, who.orgId, [decisionEvent(job, result, now)]);
+        await recordTelemetry(tx, who.orgId, telemetry);
         return result;
       });
     try {
@@ -214,16 +214,32 @@ export class SubmissionService {
     }
   }
 
-  /** Decides (or replays, or redeems an approval for) one submission; evidence goes to `events`. */
-  private async process(tx: Tx, view: OrgView, who: Submitter, key: string, body: ActionIn, now: Date, events: EvidenceEvent[]): Promise<SubmissionOut> {
+  /**
+   * Decides (or replays, or redeems an approval for) one submission; evidence goes to `events`, the
+   * telemetry a redemption writes to `telemetry`.
+   */
+  private async process(
+    tx: Tx,
+    view: OrgView,
+    job: Pick<Job, 'who' | 'key' | 'body' | 'arrived'>,
+    now: Date,
+    events: EvidenceEvent[],
+    telemetry: TelemetryEvent[],
+  ): Promise<SubmissionOut> {
+    const { who, key, body } = job;
     const hash = requestHash(body);
     const existing = await lockActionByKey(tx, who.orgId, who.agentId, key);
-    if (existing) return resubmit(tx, view, this.deps.tokens, who, existing, body, hash, now, events);
+    if (existing) {
+      const result = await resubmit(tx, view, this.deps.tokens, who, existing, body, hash, now, events, telemetry);
+      // Not a replay: a redemption, a decision of its own.
+      if (!result.replayed) telemetry.push(redeemedEvent(job, result, now));
+      return result;
+    }
 
     const state = view.state(who.agentId, body.tool);
     if (!state.agent) throw notFound('No such agent.');
-    const prepared = prepare(who, key, body, hash, state, now);
-    await insertAction(tx, prepared.action, prepared.approval);
+    const prepared = prepare(who, key, body, hash, state, now, sinceArrival(job.arrived));
+    await insertAction(tx, prepared.action, prepared.approval, prepared.notice, now);
     events.push(...prepared.events);
     return prepared.result;
   }
