@@ -5,6 +5,8 @@ SHELL := /bin/bash
 
 NPM_STAMP := node_modules/.package-lock.json
 SOURCES := $(shell find lib api client controller sidecar worker -name '*.ts' 2>/dev/null) cli.ts tsconfig.json
+# Data the code reads at run time, copied beside the compiled modules.
+FRAMEWORKS := $(wildcard api/modules/governance/frameworks/*.json)
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -32,8 +34,16 @@ helm: ## build the helm client the chart's tests run (Go; about 6 minutes once p
 schemathesis: ## install the API fuzzer the tests run (Python venv in .cache/venv; python3-venv from apt-get when missing)
 	@bash scripts/schemathesis-venv.sh >/dev/null
 
-dist/cli.js: $(NPM_STAMP) $(SOURCES)
+.PHONY: pdftools
+pdftools: ## install poppler-utils (pdftoppm, pdftotext) and jq for the report and evidence-bundle tests when missing
+	@if command -v pdftoppm >/dev/null && command -v pdftotext >/dev/null && command -v jq >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils jq >/dev/null; \
+	else echo "install poppler-utils and jq" >&2; exit 1; fi
+
+dist/cli.js: $(NPM_STAMP) $(SOURCES) $(FRAMEWORKS)
 	npx tsc -p tsconfig.json
+	@mkdir -p dist/api/modules/governance/frameworks && cp $(FRAMEWORKS) dist/api/modules/governance/frameworks/
 	@touch $@
 
 build: dist/cli.js ## compile TypeScript into dist/
@@ -41,7 +51,7 @@ build: dist/cli.js ## compile TypeScript into dist/
 run: build ## start the API on http://127.0.0.1:8080 (embedded database in ./.data, demo organisation, dev sign-in)
 	SEED_DEMO=$${SEED_DEMO:-true} node dist/cli.js api
 
-test: build imports postgres kube helm schemathesis ## run every test (starts a throwaway PostgreSQL unless DATABASE_URL is set, and a Kubernetes API server)
+test: build imports postgres kube helm schemathesis pdftools ## run every test (starts a throwaway PostgreSQL unless DATABASE_URL is set, and a Kubernetes API server)
 	@mkdir -p .cache
 	@rm -f .cache/vitest.json
 	@status=0; npx vitest run --reporter=default --reporter=json --outputFile.json=.cache/vitest.json || status=$$?; \

@@ -15,6 +15,9 @@ commands:
             (TOLLGATE_API_URL, TOLLGATE_IDENTITY_DIR; docs/sidecar.md)
   worker    run the background jobs (discovery runs) from the job queue in PostgreSQL
             (DATABASE_URL, WORKER_PORT for /healthz and /readyz; worker/README.md)
+  evidence verify <bundle.tar.gz> [--checkpoint <file.json>]...
+            verify an evidence bundle offline, and that its chain passes through stored checkpoints
+            (exit 0 valid, 1 broken, 2 bad usage; docs/evidence.md)
   help      show this text
 `;
 
@@ -26,6 +29,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'controller') return runController();
   if (command === 'sidecar') return runSidecar();
+  if (command === 'evidence') return runEvidence(argv.slice(1));
   if (command !== 'api' && command !== 'migrate' && command !== 'worker') {
     process.stderr.write(`tollgate: unknown command "${command}"\n\n${USAGE}`);
     return 2;
@@ -63,6 +67,37 @@ async function main(argv: string[]): Promise<number> {
   }
   await startApi(config);
   return -1; // keeps running
+}
+
+/** `tollgate evidence verify <bundle> [--checkpoint <file>]...`: needs no configuration, no database and no network. */
+async function runEvidence(args: string[]): Promise<number> {
+  const [sub, bundle, ...rest] = args;
+  let usable = sub === 'verify' && bundle !== undefined && !bundle.startsWith('-');
+  const checkpointFiles: string[] = [];
+  for (let i = 0; i < rest.length; i += 2) {
+    const file = rest[i + 1];
+    if (rest[i] !== '--checkpoint' || file === undefined) usable = false;
+    else checkpointFiles.push(file);
+  }
+  if (!usable || bundle === undefined) {
+    process.stderr.write(`usage: tollgate evidence verify <bundle.tar.gz> [--checkpoint <file.json>]...\n`);
+    return 2;
+  }
+  const { readFile } = await import('node:fs/promises');
+  let archive: Buffer;
+  const checkpoints: { name: string; value: unknown }[] = [];
+  try {
+    archive = await readFile(bundle);
+    for (const file of checkpointFiles) checkpoints.push({ name: file, value: JSON.parse(await readFile(file, 'utf8')) });
+  } catch (err) {
+    process.stderr.write(`tollgate evidence verify: ${(err as Error).message}\n`);
+    return 2;
+  }
+  // Loaded on demand, as the controller is: the verifier is pure (docs/evidence.md).
+  const { describeVerdict, verifyBundle } = await import('./api/modules/evidence/verify-bundle.js');
+  const verdict = await verifyBundle(archive, checkpoints);
+  process.stdout.write(`${describeVerdict(verdict).join('\n')}\n`);
+  return verdict.valid ? 0 : 1;
 }
 
 /** `tollgate controller`: runs until SIGTERM or SIGINT, then finishes what is in flight and releases its Lease. */

@@ -1,4 +1,7 @@
+import { evidenceCheckpointJob } from './modules/evidence/index.js';
+import { exceptionExpiryJob } from './modules/governance/index.js';
 import { discoveryJobHandler } from './modules/integrations/index.js';
+import { reportsJobHandler } from './modules/reports/index.js';
 import { riskJobHandler } from './modules/risk/index.js';
 import { telemetryRetentionJob } from './modules/telemetry/index.js';
 import type { JobHandler } from './platform/jobs.js';
@@ -9,4 +12,11 @@ import type { JobHandler } from './platform/jobs.js';
  * index.ts (the handler itself lives beside the module, `<module>.jobs.ts`); its queue and dead-letter
  * queue come from a migration (worker/README.md, Adding a job).
  */
-export const jobHandlers: readonly JobHandler[] = [discoveryJobHandler, riskJobHandler, telemetryRetentionJob];
+export const jobHandlers: readonly JobHandler[] = [
+  discoveryJobHandler,
+  riskJobHandler,
+  telemetryRetentionJob,
+  exceptionExpiryJob,
+  reportsJobHandler,
+  evidenceCheckpointJob,
+];

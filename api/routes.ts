@@ -23,6 +23,8 @@ import { settingsRoutes } from './modules/settings/settings.routes.js';
 import { tenantsRoutes } from './modules/tenants/tenants.routes.js';
 import { telemetryRoutes } from './modules/telemetry/telemetry.routes.js';
 import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
+import { governanceRoutes } from './modules/governance/governance.routes.js';
+import { reportsRoutes } from './modules/reports/reports.routes.js';
 import { usersRoutes } from './modules/users/users.routes.js';
 
 /** Every operation under /api/v1, one module a group. */
@@ -62,4 +64,6 @@ export async function apiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(policiesRoutes);
   await app.register(integrationsRoutes);
   await app.register(dashboardRoutes);
+  await app.register(governanceRoutes);
+  await app.register(reportsRoutes);
 }

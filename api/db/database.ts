@@ -18,6 +18,9 @@ import { risk } from './migrations/0010_risk.js';
 import { graph } from './migrations/0011_graph.js';
 import { telemetry } from './migrations/0012_telemetry.js';
 import { decisionTelemetry } from './migrations/0013_decision_telemetry.js';
+import { governance } from './migrations/0014_governance.js';
+import { reports } from './migrations/0015_reports.js';
+import { evidenceCheckpoints } from './migrations/0016_evidence_checkpoints.js';
 import type { DB } from './schema.js';
 
 export type Db = Kysely<DB>;
@@ -45,6 +48,9 @@ export function migrations(runtimeRole: string): Record<string, Migration> {
     '0011_graph': graph(runtimeRole),
     '0012_telemetry': telemetry(runtimeRole),
     '0013_decision_telemetry': decisionTelemetry(),
+    '0014_governance': governance(runtimeRole),
+    '0015_reports': reports(runtimeRole),
+    '0016_evidence_checkpoints': evidenceCheckpoints(runtimeRole),
   };
 }
 

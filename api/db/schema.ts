@@ -647,6 +647,113 @@ export interface GraphStateTable {
   projected_at: Date;
 }
 
+// Governance (migration 0014).
+
+/** Governance (migration 0014; docs/governance.md). Controls are the shipped catalogue, not rows. */
+export interface GovernanceControlMappingsTable {
+  id: string;
+  org_id: string;
+  control_id: string;
+  evidence_event_type: string;
+  rationale: string;
+  /** What the evidence record's payload must contain (jsonb `@>`); null: any record of the type. */
+  condition: ColumnType<Record<string, unknown> | null, string | null, string | null>;
+  created_by: string | null;
+  created_at: Date;
+}
+
+export interface GovernanceExceptionsTable {
+  id: string;
+  org_id: string;
+  control_id: string;
+  agent_id: string | null;
+  title: string;
+  justification: string;
+  compensating_controls: string;
+  owner_email: string;
+  expires_at: Date;
+  /** pending, approved or rejected; `expired` is worked out from expires_at when read. */
+  status: Generated<string>;
+  requested_by: string | null;
+  requested_by_type: 'person' | 'service_account';
+  created_at: Date;
+  decided_by: string | null;
+  decided_at: Date | null;
+  decision_note: string | null;
+  expiry_notified_at: Date | null;
+  version: Generated<number>;
+}
+
+export interface GovernanceRemediationTasksTable {
+  id: string;
+  org_id: string;
+  title: string;
+  description: string;
+  control_id: string | null;
+  agent_id: string | null;
+  finding_id: string | null;
+  assignee_email: string | null;
+  due_at: Date | null;
+  priority: string;
+  status: Generated<string>;
+  source: 'manual' | 'classification';
+  gap: string | null;
+  created_by: string | null;
+  created_at: Date;
+  updated_at: Date;
+  closed_at: Date | null;
+  version: Generated<number>;
+}
+
+export interface GovernanceAiSystemsTable {
+  org_id: string;
+  agent_id: string;
+  classification: string;
+  rationale: string;
+  classified_by: string | null;
+  classified_by_type: 'person' | 'service_account';
+  classified_at: Date;
+  version: Generated<number>;
+}
+
+// Reports (migration 0015).
+
+/** Reports and their files (migration 0015; docs/reports.md). */
+export interface ReportsTable {
+  id: string;
+  org_id: string;
+  kind: string;
+  parameters: Json;
+  format: string;
+  status: Generated<'queued' | 'running' | 'ready' | 'failed'>;
+  /** The file once ready: node-postgres answers a Buffer, the embedded database a Uint8Array. */
+  content: Uint8Array | null;
+  content_type: string | null;
+  file_name: string | null;
+  size: number | null;
+  error: string | null;
+  attempts: Generated<number>;
+  created_by: string | null;
+  created_by_type: 'person' | 'service_account';
+  correlation_id: Generated<string>;
+  created_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+}
+
+// Evidence checkpoints (migration 0016).
+
+/** Signed checkpoints of each organisation's evidence chain head (migration 0016; docs/evidence.md). */
+export interface EvidenceCheckpointsTable {
+  org_id: string;
+  /** The head's seq: the number of records in the chain when the checkpoint was signed. */
+  seq: ColumnType<string, number, number>;
+  hash: string;
+  created_at: Date;
+  kid: string;
+  signature: string;
+}
+
 export interface DB {
   organisations: OrganisationsTable;
   users: UsersTable;
@@ -695,4 +802,13 @@ export interface DB {
   graph_nodes: GraphNodesTable;
   graph_edges: GraphEdgesTable;
   graph_state: GraphStateTable;
+  // governance (0014)
+  governance_control_mappings: GovernanceControlMappingsTable;
+  governance_exceptions: GovernanceExceptionsTable;
+  governance_remediation_tasks: GovernanceRemediationTasksTable;
+  governance_ai_systems: GovernanceAiSystemsTable;
+  // reports (0015)
+  reports: ReportsTable;
+  // evidence checkpoints (0016)
+  evidence_checkpoints: EvidenceCheckpointsTable;
 }

@@ -35,7 +35,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
             scheme: 'bearer',
             bearerFormat: 'JWT',
             description:
-              "A service account's token from POST /service-accounts/token, without a session cookie and without CSRF header. Operations that are a person's own or need a person (sessions, notifications, approvals, actions, policy publishing) answer 403.",
+              "A service account's token from POST /service-accounts/token, without a session cookie and without CSRF header. Operations that are a person's own or need a person (sessions, notifications, approvals, actions, policy publishing, exception decisions) answer 403.",
           },
         },
       },

@@ -45,6 +45,7 @@ describe('delegations and permission bindings', () => {
       ['scopes', { scopes: undefined }],
       ['expires_at', { expires_at: 'tomorrow' }],
       ['expires_at', { expires_at: '2020-01-01T00:00:00Z' }],
+      ['expires_at', { expires_at: '9999-12-31T23:59:59-23:59' }],
     ])('answers 422 naming %s', async (field, over) => {
       const body = { principal_ref: 'user:a@example.com', display_name: 'A', scopes: [], ...over };
       expectValidation(await admin.client.post(api(`/agents/${agentId}/delegations`), body), field);
@@ -88,6 +89,7 @@ describe('delegations and permission bindings', () => {
       ['target_kind', { target_kind: 'planet' }],
       ['target_id', { target_id: 'nope' }],
       ['expires_at', { expires_at: '2001-01-01T00:00:00Z' }],
+      ['expires_at', { expires_at: '9999-12-31T23:59:59-23:59' }],
     ])('answers 422 naming %s', async (field, over) => {
       const body = { target_kind: 'tool', target_id: paymentTool.id, actions: ['invoke'], ...over };
       expectValidation(await admin.client.post(api(`/agents/${agentId}/permissions`), body), field);

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepTelemetry, TELEMETRY_EVENT_TYPES, telemetryEvents } from '../../api/modules/telemetry/index.js';
 import { ROOT } from '../support/processes.js';
-import { addMember, api, expectValidation, onboardAdmin, setPlan, startTestApp, TestClock, type Client, type TestApp } from '../support/harness.js';
+import { addMember, asOwner, api, expectValidation, onboardAdmin, setPlan, startTestApp, TestClock, type Client, type TestApp } from '../support/harness.js';
 
 /**
  * Telemetry on real PostgreSQL with the in-process worker: every event type written by its real writer
@@ -74,15 +74,7 @@ describe('telemetry', () => {
     });
 
   /** A statement as the database owner (past row-level security), for what no API operation shows or writes. */
-  const owner = async <T>(fn: (c: pg.Client) => Promise<T>) => {
-    const c = new pg.Client({ connectionString: t.ownerUrl });
-    await c.connect();
-    try {
-      return await fn(c);
-    } finally {
-      await c.end();
-    }
-  };
+  const owner = <T>(fn: (c: pg.Client) => Promise<T>) => asOwner(t, fn);
   /** The telemetry_events rows that name one of these actions. */
   const loggedFor = (actionIds: string[]) =>
     owner(async (c) => (await c.query(`select id, attributes from telemetry_events where attributes->>'action_id' = any($1)`, [actionIds])).rows);

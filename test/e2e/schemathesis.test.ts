@@ -156,6 +156,16 @@ describe('Schemathesis against tollgate api on PostgreSQL', () => {
     const account = await s.expect(201, 'POST', '/service-accounts', { name: 'fuzz-bot' });
     const action = await s.expect(200, 'POST', '/actions/console', { tool: 'files.read_file', target: 'file://reports/q3.pdf', agent_id: agent.id }, { 'idempotency-key': `fuzz-${randomBytes(6).toString('hex')}` });
     const evidence = await s.expect(200, 'GET', '/evidence?limit=1');
+    const control = (await s.expect(200, 'GET', '/governance/frameworks')).items[0].controls[0];
+    const exception = await s.expect(201, 'POST', '/exceptions', {
+      control_id: control.id,
+      title: 'Fuzzed exception',
+      justification: 'A justification long enough for the rule.',
+      owner_email: 'owner@example.com',
+      expires_at: new Date(Date.now() + 30 * 86_400_000).toISOString(),
+    });
+    const task = await s.expect(201, 'POST', '/governance/remediation', { title: 'Fuzzed task', control_id: control.id });
+    const report = await s.expect(201, 'POST', '/reports', { kind: 'agent_inventory', parameters: { format: 'csv' } });
     await fuzz({
       name: 'operations of people (administrator session)',
       maxSeconds: MAIN_SECONDS,
@@ -174,6 +184,10 @@ describe('Schemathesis against tollgate api on PostgreSQL', () => {
         'path.policy_id': policy.id,
         'path.service_account_id': account.id,
         'path.action_id': action.action.id,
+        'path.control_id': control.id,
+        'path.exception_id': exception.id,
+        'path.task_id': task.id,
+        'path.report_id': report.id,
         ...(evidence.items[0] ? { 'path.evidence_id': evidence.items[0].id } : {}),
       },
     });

@@ -185,13 +185,18 @@ export function expectValidation(res: { statusCode: number; json(): any }, field
   expect(res.json().error.details.map((d: { field: string }) => d.field)).toContain(field);
 }
 
-/** Moves an organisation to another plan, as billing would (no operation of the API sets plans). */
-export async function setPlan(t: { ownerUrl: string }, orgId: string, plan: 'developer' | 'team' | 'enterprise') {
+/** Runs `fn` on a connection of the schema owner (not held by row-level security): for what no operation shows or writes. */
+export async function asOwner<T>(t: { ownerUrl: string }, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: t.ownerUrl });
   await c.connect();
   try {
-    await c.query('update organisations set plan = $1 where id = $2', [plan, orgId]);
+    return await fn(c);
   } finally {
     await c.end();
   }
+}
+
+/** Moves an organisation to another plan, as billing would (no operation of the API sets plans). */
+export async function setPlan(t: { ownerUrl: string }, orgId: string, plan: 'developer' | 'team' | 'enterprise') {
+  await asOwner(t, (c) => c.query('update organisations set plan = $1 where id = $2', [plan, orgId]));
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { timestamp } from '../../platform/schemas.js';
+import { storedTimestamp, timestamp } from '../../platform/schemas.js';
 import { PRINCIPAL_TYPE, TARGET_KIND } from '../shared/index.js';
 import { agentParams } from './agents.schemas.js';
 
@@ -25,7 +25,7 @@ export const constraintsSchema = z
   .strict();
 
 const future = (now: () => Date) =>
-  timestamp.nullable().optional().refine((v) => !v || Date.parse(v) > now().getTime(), 'must be in the future');
+  storedTimestamp.nullable().optional().refine((v) => !v || Date.parse(v) > now().getTime(), 'must be in the future');
 
 /** What a binding allows: shared with the Agent CRD (scripts/gen-crds.ts). */
 export const bindingActions = z.array(z.string().trim().min(1).max(100)).min(1).max(50);

@@ -10,6 +10,17 @@ export interface EvidenceFilters {
   action_request_id?: string;
 }
 
+/**
+ * The seq of the organisation's first evidence record created at or after `since`, or one past the head when none
+ * is (1 before the first record): `evidence_first_seq_since` of migration 0014 bisects on the chain's sequence, so
+ * a time window needs no index on the time, which every append would pay for. Records are appended under the
+ * head's lock with the app's clock, so time follows seq (to within the clocks of the API processes).
+ */
+export async function firstSeqSince(tx: Tx, orgId: string, since: Date): Promise<string> {
+  const { rows } = await sql<{ seq: string }>`select evidence_first_seq_since(${orgId}::uuid, ${since}::timestamptz)::text as seq`.execute(tx);
+  return rows[0]!.seq;
+}
+
 /** A page of the organisation's evidence records, newest first, after the record numbered `afterSeq`. */
 export function listEvidence(tx: Tx, orgId: string, filters: EvidenceFilters, afterSeq: string | undefined, limit: number) {
   let q = tx.selectFrom('evidence_records').selectAll().where('org_id', '=', orgId);

@@ -5,6 +5,8 @@ import { actorOf } from '../../platform/auth.js';
 import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
 import { beyondSpec, caller } from '../../platform/route.js';
 import { iso, timestamp } from '../../platform/schemas.js';
+import { toCheckpoint } from './checkpoints.repository.js';
+import { checkpointsPage, newestCheckpoint } from './checkpoints.service.js';
 import { toEvidence } from './evidence.repository.js';
 import { evidencePage, evidenceRecord, verifyEvidence } from './evidence.service.js';
 
@@ -25,6 +27,19 @@ const evidenceOut = z.object({
   signature: z.string(),
   kid: z.string(),
 });
+
+const checkpointOut = z
+  .object({
+    org_id: z.uuid(),
+    seq: z.number().int().describe("the head's seq: the number of records in the chain when the checkpoint was signed"),
+    hash: z.string().describe("the head's hash (SHA-256, hex)"),
+    created_at: timestamp,
+    kid: z.string().describe('the evidence key that signed it (GET /evidence/keys)'),
+    signature: z
+      .string()
+      .describe('Ed25519, base64url, over the SHA-256 of the RFC 8785 canonical JSON of {org_id, seq, hash, created_at}'),
+  })
+  .describe('A signed checkpoint of the chain head: store it as it is, and verify it later with `tollgate evidence verify` (docs/evidence.md)');
 
 export async function evidenceRoutes(app: FastifyInstance): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -102,6 +117,43 @@ export async function evidenceRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async () => ({ items: evidence.publicKeys().map((k) => ({ ...k, algorithm: 'Ed25519' as const })) }),
+  );
+
+  r.get(
+    '/evidence/checkpoints',
+    {
+      ...beyondSpec(caller('evidence:read')),
+      schema: {
+        summary: "Signed checkpoints of the organisation's chain head, newest first, for an auditor to store",
+        tags,
+        querystring: pageQuery(),
+        response: { 200: pageOf(checkpointOut) },
+      },
+    },
+    async (req) => {
+      const p = actorOf(req);
+      const { limit, cursor } = req.query;
+      const scope = `evidence-checkpoints:${p.orgId}`;
+      const after = cursors.decode(scope, cursor);
+      const rows = await checkpointsPage(db, p.orgId, after?.id, limit + 1);
+      return cursors.page(scope, rows, limit, (c) => ({ t: iso(c.created_at), id: String(c.seq) }), toCheckpoint);
+    },
+  );
+
+  r.get(
+    '/evidence/checkpoints/latest',
+    {
+      ...beyondSpec(caller('evidence:read')),
+      schema: {
+        summary: "The newest signed checkpoint of the organisation's chain head; 404 before the first",
+        tags,
+        response: { 200: checkpointOut },
+      },
+    },
+    async (req) => {
+      const p = actorOf(req);
+      return toCheckpoint(await newestCheckpoint(db, p.orgId));
+    },
   );
 
   r.get(
