@@ -7,6 +7,7 @@ NPM_STAMP := node_modules/.package-lock.json
 SOURCES := $(shell find lib api client controller sidecar worker -name '*.ts' 2>/dev/null) cli.ts tsconfig.json
 # Data the code reads at run time, copied beside the compiled modules.
 FRAMEWORKS := $(wildcard api/modules/governance/frameworks/*.json)
+PRICING := api/modules/public/pricing.json
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -41,9 +42,10 @@ pdftools: ## install poppler-utils (pdftoppm, pdftotext) and jq for the report a
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils jq >/dev/null; \
 	else echo "install poppler-utils and jq" >&2; exit 1; fi
 
-dist/cli.js: $(NPM_STAMP) $(SOURCES) $(FRAMEWORKS)
+dist/cli.js: $(NPM_STAMP) $(SOURCES) $(FRAMEWORKS) $(PRICING)
 	npx tsc -p tsconfig.json
 	@mkdir -p dist/api/modules/governance/frameworks && cp $(FRAMEWORKS) dist/api/modules/governance/frameworks/
+	@cp $(PRICING) dist/api/modules/public/
 	@touch $@
 
 build: dist/cli.js ## compile TypeScript into dist/

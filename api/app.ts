@@ -20,9 +20,11 @@ import { registerCallerExtension } from './platform/route.js';
 import { registerSecurityHeaders } from './platform/security-headers.js';
 import type { Deps } from './platform/context.js';
 import { registerTracing } from './platform/tracing.js';
+import { challengeVerifier, type ChallengeVerifier } from './modules/auth/index.js';
 import { EvidenceSigner } from './modules/evidence/index.js';
 import { DecisionSnapshots } from './modules/gateway/index.js';
 import { RevocationCache, TokenService } from './modules/identities/index.js';
+import { createMailer, type Mailer } from './modules/mail/index.js';
 import { ServiceAccountStates } from './modules/service-accounts/index.js';
 import { principalSources } from './principals.js';
 import { apiRoutes } from './routes.js';
@@ -49,6 +51,10 @@ declare module './platform/context.js' {
     snapshots: DecisionSnapshots;
     /** Background jobs: send them (inside a transaction); the worker runs them (worker/README.md). */
     jobs: JobQueue;
+    /** Email, by EMAIL_BACKEND (api/modules/mail/). */
+    mailer: Mailer;
+    /** The sign-up's and public forms' challenge check, by CHALLENGE_VERIFIER. */
+    challenge: ChallengeVerifier;
   }
 }
 
@@ -164,5 +170,7 @@ export function buildDeps(deps: AppDeps, log: FastifyBaseLogger): Deps {
     hits: new HitCounter(db, clock),
     snapshots: new DecisionSnapshots(),
     jobs: new JobQueue(db, config.jobs, log),
+    mailer: createMailer(config, log),
+    challenge: challengeVerifier(config),
   };
 }

@@ -92,6 +92,51 @@ const envSchema = z.object({
   SIGNUP_ENABLED: optionalBool,
   SIGNUP_CLIENT_SECRET: optionalString,
   AUTH_EVENTS_SECRET: optionalString,
+  // The callback URL registered at the provider; its origin is the only one return_to may lead to.
+  OIDC_REDIRECT_URI: optionalString.refine(
+    (v) => v === undefined || /^https?:\/\/[^/?#]+\/[^?#]*$/.test(v),
+    'an absolute http(s) URL such as https://tollgate.example.com/api/v1/auth/callback',
+  ),
+  OIDC_SCOPES: z
+    .string()
+    .default('openid email profile')
+    .transform((v) => v.split(/[\s,]+/).filter(Boolean))
+    .refine((scopes) => scopes.includes('openid'), 'must include openid'),
+  OIDC_MFA_AMR_VALUES: z.string().default('mfa,otp,hwk,swk').transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+  OIDC_MFA_ACR_VALUES: z.string().default('').transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+  OIDC_AMR_CLAIM: z.string().regex(/^[A-Za-z0-9_:./-]{1,200}$/, 'a claim name').default('amr'),
+  OIDC_ACR_CLAIM: z.string().regex(/^[A-Za-z0-9_:./-]{1,200}$/, 'a claim name').default('acr'),
+  OIDC_EMAIL_VERIFIED_CLAIM: z.string().regex(/^[A-Za-z0-9_:./-]{1,200}$/, 'a claim name').default('email_verified'),
+  // Read again when the provider is first called; checked here so that a wrong path stops the start.
+  OIDC_CA_FILE: optionalString.refine((path) => {
+    if (path === undefined) return true;
+    try {
+      return readFileSync(path, 'utf8').includes('-----BEGIN CERTIFICATE-----');
+    } catch {
+      return false;
+    }
+  }, 'a readable file of PEM certificates'),
+  SMTP_FROM: z.string().trim().min(3).max(320).default('Tollgate <no-reply@localhost>'),
+  // A private SMTP server's CA certificates (PEM), trusted besides the system's; checked here so a wrong path stops the start.
+  SMTP_CA_FILE: optionalString.refine((path) => {
+    if (path === undefined) return true;
+    try {
+      return readFileSync(path, 'utf8').includes('-----BEGIN CERTIFICATE-----');
+    } catch {
+      return false;
+    }
+  }, 'a readable file of PEM certificates'),
+  CHALLENGE_VERIFIER: z.enum(['siteverify', 'development', 'none']).optional(),
+  CHALLENGE_VERIFY_URL: z
+    .string()
+    .trim()
+    .regex(/^https?:\/\/[^/?#]+/, 'an http(s) URL such as https://challenges.cloudflare.com/turnstile/v0/siteverify')
+    .default('https://challenges.cloudflare.com/turnstile/v0/siteverify'),
+  CHALLENGE_SITE_KEY: optionalString,
+  SALES_EMAIL: optionalString.pipe(z.email().max(254).optional()),
+  SALES_ORG_ID: optionalString.pipe(z.uuid().optional()),
+  ANALYTICS_ENABLED: optionalBool,
+  DOCS_URL: optionalString.refine((v) => v === undefined || /^https?:\/\/[^/?#\s]+\S*$/.test(v), 'an http(s) URL such as https://docs.example.com'),
   BODY_LIMIT_BYTES: int(1024, 64 * 1024 * 1024).default(1024 * 1024),
   RATE_LIMIT_PERSON_PER_MINUTE: int(1, 1_000_000).default(600),
   RATE_LIMIT_SIGNIN_PER_MINUTE: int(1, 1_000_000).default(30),
@@ -156,6 +201,34 @@ export interface Config {
   };
   signup: { enabled: boolean; clientSecret?: string };
   authEventsSecret: string | undefined;
+  /** OpenID Connect sign-in beyond issuer and client (docs/authentication.md, OpenID Connect sign-in). */
+  oidcSignIn: {
+    redirectUri: string | undefined;
+    scopes: string[];
+    /** An ID token shows multi-factor authentication when its amr claim holds one of these, or its acr claim is one of acrValues. */
+    mfaAmrValues: string[];
+    mfaAcrValues: string[];
+    amrClaim: string;
+    acrClaim: string;
+    /** The claim that must be true for a first sign-in to be linked by email. */
+    emailVerifiedClaim: string;
+    /** A file of extra CA certificates (PEM) trusted for the provider, besides the system's. */
+    caFile: string | undefined;
+  };
+  /** The From address of every email, and an extra trusted CA (PEM file) for an SMTP server with a private certificate. */
+  mail: { from: string; smtpCaFile: string | undefined };
+  /** How a sign-up's (or a public form's) challenge token is checked (api/modules/auth/challenge.ts). */
+  challenge: { verifier: 'siteverify' | 'development' | 'none'; verifyUrl: string; siteKey: string | undefined };
+  /** The public website's endpoints (docs/public.md): where leads are announced, who reads them, the form settings. */
+  publicSite: {
+    /** Each stored lead and quote request is announced to this address; unset sends nothing. */
+    salesEmail: string | undefined;
+    /** The operator's organisation: its members holding `tenant:manage` read the submissions; unset, nobody does. */
+    salesOrgId: string | undefined;
+    analyticsEnabled: boolean;
+    /** Where the website's forms link for documentation; unset answers null. */
+    docsUrl: string | undefined;
+  };
   bodyLimitBytes: number;
   rateLimits: {
     personPerMinute: number;
@@ -253,6 +326,28 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     signup: { enabled: e.SIGNUP_ENABLED ?? false, clientSecret: e.SIGNUP_CLIENT_SECRET },
     authEventsSecret: e.AUTH_EVENTS_SECRET,
+    oidcSignIn: {
+      redirectUri: e.OIDC_REDIRECT_URI,
+      scopes: e.OIDC_SCOPES,
+      mfaAmrValues: e.OIDC_MFA_AMR_VALUES,
+      mfaAcrValues: e.OIDC_MFA_ACR_VALUES,
+      amrClaim: e.OIDC_AMR_CLAIM,
+      acrClaim: e.OIDC_ACR_CLAIM,
+      emailVerifiedClaim: e.OIDC_EMAIL_VERIFIED_CLAIM,
+      caFile: e.OIDC_CA_FILE,
+    },
+    mail: { from: e.SMTP_FROM, smtpCaFile: e.SMTP_CA_FILE },
+    challenge: {
+      verifier: e.CHALLENGE_VERIFIER ?? (production ? 'siteverify' : 'development'),
+      verifyUrl: e.CHALLENGE_VERIFY_URL,
+      siteKey: e.CHALLENGE_SITE_KEY,
+    },
+    publicSite: {
+      salesEmail: e.SALES_EMAIL,
+      salesOrgId: e.SALES_ORG_ID?.toLowerCase(),
+      analyticsEnabled: e.ANALYTICS_ENABLED ?? false,
+      docsUrl: e.DOCS_URL,
+    },
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     rateLimits: {
       personPerMinute: e.RATE_LIMIT_PERSON_PER_MINUTE,
@@ -330,6 +425,18 @@ export function productionProblems(c: Config): string[] {
     problems.push('SIGNUP_ENABLED: self-service sign-up needs EMAIL_BACKEND=smtp');
   if (c.authEventsSecret !== undefined && c.authEventsSecret.length < 32)
     problems.push('AUTH_EVENTS_SECRET: shorter than 32 characters');
+  if (c.oidc.issuer && !c.oidc.issuer.startsWith('https://')) problems.push('OIDC_ISSUER: must be an https URL in production');
+  if (!c.oidcSignIn.redirectUri) problems.push('OIDC_REDIRECT_URI: missing; without it nobody can sign in');
+  else if (!c.oidcSignIn.redirectUri.startsWith('https://')) problems.push('OIDC_REDIRECT_URI: must be an https URL in production');
+  if (c.oidcSignIn.mfaAmrValues.length === 0 && c.oidcSignIn.mfaAcrValues.length === 0)
+    problems.push('OIDC_MFA_AMR_VALUES: empty together with OIDC_MFA_ACR_VALUES; no sign-in could show multi-factor authentication');
+  if (c.challenge.verifier === 'development')
+    problems.push('CHALLENGE_VERIFIER: the development verifier accepts a published token; use siteverify');
+  if (c.signup.enabled && c.challenge.verifier === 'none')
+    problems.push('CHALLENGE_VERIFIER: self-service sign-up needs a challenge (siteverify)');
+  if (c.challenge.verifier === 'siteverify' && !c.challenge.verifyUrl.startsWith('https://'))
+    problems.push('CHALLENGE_VERIFY_URL: must be https (the secret is sent to it)');
+  if (c.publicSite.docsUrl?.startsWith('http://')) problems.push('DOCS_URL: must be an https URL in production');
   if (!c.databaseUrl) problems.push('DATABASE_URL: missing; the embedded database is for development only');
   return problems;
 }

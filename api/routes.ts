@@ -14,6 +14,7 @@ import { identitiesRoutes } from './modules/identities/identities.routes.js';
 import { integrationsRoutes } from './modules/integrations/integrations.routes.js';
 import { inventoryRoutes } from './modules/inventory/inventory.routes.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
+import { signupRoutes } from './modules/auth/signup.routes.js';
 import { policiesRoutes } from './modules/policies/policies.routes.js';
 import { riskRoutes } from './modules/risk/risk.routes.js';
 import { notificationsRoutes } from './modules/notifications/notifications.routes.js';
@@ -25,6 +26,7 @@ import { telemetryRoutes } from './modules/telemetry/telemetry.routes.js';
 import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
 import { governanceRoutes } from './modules/governance/governance.routes.js';
 import { reportsRoutes } from './modules/reports/reports.routes.js';
+import { publicRoutes } from './modules/public/public.routes.js';
 import { usersRoutes } from './modules/users/users.routes.js';
 
 /** Every operation under /api/v1, one module a group. */
@@ -42,6 +44,7 @@ export async function apiRoutes(app: FastifyInstance): Promise<void> {
     async () => app.swagger(),
   );
   await app.register(authRoutes);
+  await app.register(signupRoutes);
   await app.register(tenantsRoutes);
   await app.register(usersRoutes);
   await app.register(rolesRoutes);
@@ -66,4 +69,5 @@ export async function apiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(dashboardRoutes);
   await app.register(governanceRoutes);
   await app.register(reportsRoutes);
+  await app.register(publicRoutes);
 }

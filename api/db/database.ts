@@ -21,6 +21,9 @@ import { decisionTelemetry } from './migrations/0013_decision_telemetry.js';
 import { governance } from './migrations/0014_governance.js';
 import { reports } from './migrations/0015_reports.js';
 import { evidenceCheckpoints } from './migrations/0016_evidence_checkpoints.js';
+import { oidcIdentities } from './migrations/0017_oidc.js';
+import { signup } from './migrations/0018_signup.js';
+import { publicSubmissions } from './migrations/0019_public.js';
 import type { DB } from './schema.js';
 
 export type Db = Kysely<DB>;
@@ -51,6 +54,9 @@ export function migrations(runtimeRole: string): Record<string, Migration> {
     '0014_governance': governance(runtimeRole),
     '0015_reports': reports(runtimeRole),
     '0016_evidence_checkpoints': evidenceCheckpoints(runtimeRole),
+    '0017_oidc': oidcIdentities(runtimeRole),
+    '0018_signup': signup(runtimeRole),
+    '0019_public': publicSubmissions(runtimeRole),
   };
 }
 

@@ -754,6 +754,41 @@ export interface EvidenceCheckpointsTable {
   signature: string;
 }
 
+// Self-service sign-up (migration 0018).
+
+/** A sign-up waiting for its emailed code (migration 0018; docs/authentication.md). The code is kept hashed only. */
+export interface SignupsTable {
+  id: string;
+  email: string;
+  name: string;
+  password_hash: string;
+  consent_at: Date;
+  code_hash: string | null;
+  code_expires_at: Date | null;
+  attempts: Generated<number>;
+  last_sent_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A person's password hash (Argon2id), kept from a verified sign-up (migration 0018). The API only writes it. */
+export interface LocalCredentialsTable {
+  user_id: string;
+  password_hash: string;
+  consent_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A person's OpenID Connect identity: issuer and subject (0017). */
+export interface UserIdentitiesTable {
+  issuer: string;
+  subject: string;
+  user_id: string;
+  created_at: Generated<Date>;
+  last_sign_in_at: Date | null;
+}
+
 export interface DB {
   organisations: OrganisationsTable;
   users: UsersTable;
@@ -811,4 +846,9 @@ export interface DB {
   reports: ReportsTable;
   // evidence checkpoints (0016)
   evidence_checkpoints: EvidenceCheckpointsTable;
+  // OpenID Connect identities of people (0017)
+  user_identities: UserIdentitiesTable;
+  // sign-up (0018)
+  signups: SignupsTable;
+  local_credentials: LocalCredentialsTable;
 }

@@ -145,6 +145,7 @@ const SAFE_PRODUCTION: Record<string, string> = {
   OIDC_ISSUER: 'https://id.example.com/realms/tollgate',
   OIDC_CLIENT_ID: 'tollgate-api',
   OIDC_CLIENT_SECRET: 'oidc-client-secret-7f3a9c',
+  OIDC_REDIRECT_URI: 'https://tollgate.example.com/api/v1/auth/callback',
   EMAIL_BACKEND: 'smtp',
   SMTP_HOST: 'smtp.example.com',
   SMTP_USERNAME: 'tollgate-mailer',

@@ -257,6 +257,40 @@ describe('the Helm chart charts/tollgate', () => {
       expect(envOf(container, 'VAULT_TOKEN').valueFrom).toEqual({ secretKeyRef: { name: `${FULL}-api`, key: 'VAULT_TOKEN', optional: true } });
     }
     expect(Buffer.from(find(vault, 'Secret', `${FULL}-api`).data.VAULT_TOKEN, 'base64').toString()).toBe('hvs.test-token');
+
+    // Sign-in, sign-up and the public website: each setting as its variable when set, absent by default.
+    const people = await render([
+      'api.oidc.issuer=https://id.example.com/realms/tollgate',
+      'api.oidc.clientId=tollgate',
+      'api.oidc.redirectUri=https://tollgate.example.com/api/v1/auth/callback',
+      'api.oidc.mfaAcrValues=gold',
+      'api.email.smtp.from=Tollgate <no-reply@example.com>',
+      'api.challenge.verifier=siteverify',
+      'api.challenge.verifyUrl=https://challenges.example.com/siteverify',
+      'api.challenge.siteKey=site-key-1',
+      'api.publicSite.salesEmail=sales@example.com',
+      'api.publicSite.salesOrgId=7a0c3d4e-8f9a-4b1c-9d2e-3f4a5b6c7d8e',
+      'api.publicSite.analyticsEnabled=true',
+      'api.publicSite.docsUrl=https://docs.example.com',
+    ]);
+    const set = find(people, 'Deployment', `${FULL}-api`).spec.template.spec.containers[0];
+    const expected: Record<string, string> = {
+      OIDC_REDIRECT_URI: 'https://tollgate.example.com/api/v1/auth/callback',
+      OIDC_MFA_ACR_VALUES: 'gold',
+      SMTP_FROM: 'Tollgate <no-reply@example.com>',
+      CHALLENGE_VERIFIER: 'siteverify',
+      CHALLENGE_VERIFY_URL: 'https://challenges.example.com/siteverify',
+      CHALLENGE_SITE_KEY: 'site-key-1',
+      SALES_EMAIL: 'sales@example.com',
+      SALES_ORG_ID: '7a0c3d4e-8f9a-4b1c-9d2e-3f4a5b6c7d8e',
+      ANALYTICS_ENABLED: 'true',
+      DOCS_URL: 'https://docs.example.com',
+    };
+    for (const [name, value] of Object.entries(expected)) {
+      expect(envOf(set, name).value, name).toBe(value);
+      expect(envNames(c), name).not.toContain(name);
+    }
+    await expect(render(['api.publicSite.salesOrgId=not-a-uuid'])).rejects.toThrow(/salesOrgId/);
   });
 
   it('migration: a pre-install/pre-upgrade hook Job after its ServiceAccount and Secrets, as the schema owner', () => {

@@ -29,6 +29,7 @@ const SAFE: Record<string, string> = {
   OIDC_ISSUER: 'https://id.example.com/realms/tollgate',
   OIDC_CLIENT_ID: 'tollgate-api',
   OIDC_CLIENT_SECRET: 'oidc-client-secret-7f3a9c',
+  OIDC_REDIRECT_URI: 'https://tollgate.example.com/api/v1/auth/callback',
   EMAIL_BACKEND: 'smtp',
   SMTP_HOST: 'smtp.example.com',
   SMTP_USERNAME: 'tollgate-mailer',
@@ -101,6 +102,7 @@ describe('production guard: the spec\'s Operational contract', () => {
     ['the OIDC issuer is blank', { OIDC_ISSUER: '  ' }, 'OIDC_ISSUER'],
     ['the OIDC client ID is missing', { OIDC_CLIENT_ID: undefined }, 'OIDC_CLIENT_ID'],
     ['the OIDC client secret is missing', { OIDC_CLIENT_SECRET: undefined }, 'OIDC_CLIENT_SECRET'],
+    ['the OIDC redirect URI is missing', { OIDC_REDIRECT_URI: undefined }, 'OIDC_REDIRECT_URI'],
     ['SMTP without a host', { SMTP_HOST: undefined }, 'SMTP_HOST'],
     ['SMTP with a blank host', { SMTP_HOST: ' ' }, 'SMTP_HOST'],
     ['SMTP without a username', { SMTP_USERNAME: undefined }, 'SMTP_USERNAME'],
@@ -164,6 +166,7 @@ describe('production guard: the spec\'s Operational contract', () => {
       'OIDC_ISSUER',
       'OIDC_CLIENT_ID',
       'OIDC_CLIENT_SECRET',
+      'OIDC_REDIRECT_URI',
       'EMAIL_BACKEND',
       'DATABASE_URL',
     ]) {

@@ -4,3 +4,5 @@
  * users and sessions and offers nothing to other modules.
  */
 export {};
+// The challenge check of sign-up, which the public forms share (built once as app.deps.challenge).
+export { challengeVerifier, DEV_CHALLENGE_TOKEN, type ChallengeVerifier } from './challenge.js';

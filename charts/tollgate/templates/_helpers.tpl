@@ -155,6 +155,18 @@ database and API Secrets by key. The API runs the jobs itself only when there is
 - name: OIDC_CLIENT_ID
   value: {{ . | quote }}
 {{- end }}
+{{- with $v.api.oidc.redirectUri }}
+- name: OIDC_REDIRECT_URI
+  value: {{ . | quote }}
+{{- end }}
+{{- with $v.api.oidc.mfaAmrValues }}
+- name: OIDC_MFA_AMR_VALUES
+  value: {{ . | quote }}
+{{- end }}
+{{- with $v.api.oidc.mfaAcrValues }}
+- name: OIDC_MFA_ACR_VALUES
+  value: {{ . | quote }}
+{{- end }}
 - name: EMAIL_BACKEND
   value: {{ $v.api.email.backend | quote }}
 {{- if eq $v.api.email.backend "smtp" }}
@@ -170,9 +182,41 @@ database and API Secrets by key. The API runs the jobs itself only when there is
 {{- end }}
 - name: SMTP_STARTTLS
   value: {{ $v.api.email.smtp.starttls | quote }}
+{{- with $v.api.email.smtp.from }}
+- name: SMTP_FROM
+  value: {{ . | quote }}
+{{- end }}
 {{- end }}
 - name: SIGNUP_ENABLED
   value: {{ $v.api.signupEnabled | quote }}
+{{- with $v.api.challenge.verifier }}
+- name: CHALLENGE_VERIFIER
+  value: {{ . | quote }}
+{{- end }}
+{{- with $v.api.challenge.verifyUrl }}
+- name: CHALLENGE_VERIFY_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- with $v.api.challenge.siteKey }}
+- name: CHALLENGE_SITE_KEY
+  value: {{ . | quote }}
+{{- end }}
+{{- with $v.api.publicSite.salesEmail }}
+- name: SALES_EMAIL
+  value: {{ . | quote }}
+{{- end }}
+{{- with $v.api.publicSite.salesOrgId }}
+- name: SALES_ORG_ID
+  value: {{ . | quote }}
+{{- end }}
+{{- if $v.api.publicSite.analyticsEnabled }}
+- name: ANALYTICS_ENABLED
+  value: "true"
+{{- end }}
+{{- with $v.api.publicSite.docsUrl }}
+- name: DOCS_URL
+  value: {{ . | quote }}
+{{- end }}
 - name: LOG_LEVEL
   value: {{ $v.api.logLevel | quote }}
 {{- with $v.api.otel.endpoint }}
