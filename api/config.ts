@@ -107,25 +107,11 @@ const envSchema = z.object({
   OIDC_AMR_CLAIM: z.string().regex(/^[A-Za-z0-9_:./-]{1,200}$/, 'a claim name').default('amr'),
   OIDC_ACR_CLAIM: z.string().regex(/^[A-Za-z0-9_:./-]{1,200}$/, 'a claim name').default('acr'),
   OIDC_EMAIL_VERIFIED_CLAIM: z.string().regex(/^[A-Za-z0-9_:./-]{1,200}$/, 'a claim name').default('email_verified'),
-  // Read again when the provider is first called; checked here so that a wrong path stops the start.
-  OIDC_CA_FILE: optionalString.refine((path) => {
-    if (path === undefined) return true;
-    try {
-      return readFileSync(path, 'utf8').includes('-----BEGIN CERTIFICATE-----');
-    } catch {
-      return false;
-    }
-  }, 'a readable file of PEM certificates'),
+  // A provider's private CA certificates (PEM), trusted besides the system's; read once at start.
+  OIDC_CA_FILE: optionalString,
   SMTP_FROM: z.string().trim().min(3).max(320).default('Tollgate <no-reply@localhost>'),
-  // A private SMTP server's CA certificates (PEM), trusted besides the system's; checked here so a wrong path stops the start.
-  SMTP_CA_FILE: optionalString.refine((path) => {
-    if (path === undefined) return true;
-    try {
-      return readFileSync(path, 'utf8').includes('-----BEGIN CERTIFICATE-----');
-    } catch {
-      return false;
-    }
-  }, 'a readable file of PEM certificates'),
+  // A private SMTP server's CA certificates (PEM), trusted besides the system's; read once at start.
+  SMTP_CA_FILE: optionalString,
   CHALLENGE_VERIFIER: z.enum(['siteverify', 'development', 'none']).optional(),
   CHALLENGE_VERIFY_URL: z
     .string()
@@ -212,11 +198,11 @@ export interface Config {
     acrClaim: string;
     /** The claim that must be true for a first sign-in to be linked by email. */
     emailVerifiedClaim: string;
-    /** A file of extra CA certificates (PEM) trusted for the provider, besides the system's. */
-    caFile: string | undefined;
+    /** OIDC_CA_FILE's certificates (PEM), trusted for the provider besides the system's. */
+    ca: string | undefined;
   };
-  /** The From address of every email, and an extra trusted CA (PEM file) for an SMTP server with a private certificate. */
-  mail: { from: string; smtpCaFile: string | undefined };
+  /** The From address of every email, and SMTP_CA_FILE's certificates (PEM) for an SMTP server with a private certificate. */
+  mail: { from: string; smtpCa: string | undefined };
   /** How a sign-up's (or a public form's) challenge token is checked (api/modules/auth/challenge.ts). */
   challenge: { verifier: 'siteverify' | 'development' | 'none'; verifyUrl: string; siteKey: string | undefined };
   /** The public website's endpoints (docs/public.md): where leads are announced, who reads them, the form settings. */
@@ -305,7 +291,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       e.EVIDENCE_SIGNING_PREVIOUS_SEEDS ??
       (!production && e.EVIDENCE_SIGNING_SEED === DEV_EVIDENCE_SIGNING_SEED ? [DEV_TOKEN_SIGNING_SEED] : []),
     allowPrivateEndpoints: e.ALLOW_PRIVATE_ENDPOINTS ?? false,
-    outbound: { allowedCidrs: e.OUTBOUND_ALLOWED_CIDRS, caFile: e.OUTBOUND_CA_FILE, ca: e.OUTBOUND_CA_FILE && readCaFile(e.OUTBOUND_CA_FILE) },
+    outbound: { allowedCidrs: e.OUTBOUND_ALLOWED_CIDRS, caFile: e.OUTBOUND_CA_FILE, ca: e.OUTBOUND_CA_FILE && readCaFile('OUTBOUND_CA_FILE', e.OUTBOUND_CA_FILE) },
     vault: { addr: e.VAULT_ADDR?.replace(/\/+$/, ''), token: e.VAULT_TOKEN },
     cookieSecure: e.SESSION_COOKIE_SECURE ?? production,
     sessionTtlSeconds: e.SESSION_TTL_SECONDS,
@@ -334,9 +320,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       amrClaim: e.OIDC_AMR_CLAIM,
       acrClaim: e.OIDC_ACR_CLAIM,
       emailVerifiedClaim: e.OIDC_EMAIL_VERIFIED_CLAIM,
-      caFile: e.OIDC_CA_FILE,
+      ca: e.OIDC_CA_FILE && readCaFile('OIDC_CA_FILE', e.OIDC_CA_FILE),
     },
-    mail: { from: e.SMTP_FROM, smtpCaFile: e.SMTP_CA_FILE },
+    mail: { from: e.SMTP_FROM, smtpCa: e.SMTP_CA_FILE && readCaFile('SMTP_CA_FILE', e.SMTP_CA_FILE) },
     challenge: {
       verifier: e.CHALLENGE_VERIFIER ?? (production ? 'siteverify' : 'development'),
       verifyUrl: e.CHALLENGE_VERIFY_URL,
@@ -367,15 +353,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   };
 }
 
-/** The PEM certificates of OUTBOUND_CA_FILE, read once at start. */
-function readCaFile(path: string): string {
+/** The PEM certificates of a CA file setting (`variable`), read once at start. */
+function readCaFile(variable: string, path: string): string {
   let pem: string;
   try {
     pem = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ConfigError([`OUTBOUND_CA_FILE: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`]);
+    throw new ConfigError([`${variable}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`]);
   }
-  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError([`OUTBOUND_CA_FILE: ${path} holds no PEM certificate`]);
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError([`${variable}: ${path} holds no PEM certificate`]);
   return pem;
 }
 

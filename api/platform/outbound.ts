@@ -264,6 +264,14 @@ export interface OutboundConfig {
   outbound: { allowedCidrs: readonly string[]; ca?: string };
 }
 
+/**
+ * The system's trusted CAs plus `pem`'s: what a TLS client trusts when a setting names a private CA (a bare `ca`
+ * option would replace the system's instead of adding to them).
+ */
+export function withSystemCas(pem: string): string[] {
+  return [...rootCertificates, pem];
+}
+
 export const OUTBOUND_DEFAULTS = { timeoutMs: 15_000, connectTimeoutMs: 5_000, maxBytes: 2 * 1024 * 1024 } as const;
 
 /** Why `cidr` is not a CIDR (`10.0.0.0/8`, `fd00::/8`, or a bare address), or undefined when it is. */
@@ -337,7 +345,7 @@ export class OutboundHttp implements OutboundHttpClient {
     this.connectTimeoutMs = options.connectTimeoutMs ?? OUTBOUND_DEFAULTS.connectTimeoutMs;
     const connector = buildConnector({
       timeout: this.connectTimeoutMs,
-      ...(options.ca ? { ca: [...rootCertificates, options.ca] } : {}),
+      ...(options.ca ? { ca: withSystemCas(options.ca) } : {}),
     });
     this.agent = new Agent({
       connect: (opts, callback) => this.connectPinned(connector, opts, callback),

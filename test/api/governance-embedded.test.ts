@@ -1,12 +1,8 @@
-import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app.js';
-import { loadConfig } from '../../api/config.js';
-import { openDatabase, type Database } from '../../api/db/database.js';
+import type { Database } from '../../api/db/database.js';
 import { CATALOGUE } from '../../api/modules/governance/index.js';
-import { startInProcessWorker } from '../../api/server.js';
-import { addMember, api, onboardAdmin } from '../support/harness.js';
+import { addMember, api, onboardAdmin, startEmbeddedApp } from '../support/harness.js';
 
 /**
  * Governance on the embedded database (PGlite), as `make run` runs it: migration 0014's functions (the window's
@@ -21,11 +17,7 @@ describe('governance on the embedded database', () => {
   const control = (key: string) => CATALOGUE.byKey.get(key)!;
 
   beforeAll(async () => {
-    const config = loadConfig({ DATA_DIR: 'memory://', JOB_POLL_INTERVAL_SECONDS: '0.5', LOG_LEVEL: 'warn' });
-    database = await openDatabase(config);
-    app = await buildApp({ config, db: database.db, logStream: new PassThrough() });
-    await app.ready();
-    await startInProcessWorker(app);
+    ({ app, database } = await startEmbeddedApp());
     admin = await onboardAdmin(app, 'Embedded Governance Org');
     sec = await addMember(app, admin.client, ['security_admin']);
   }, 120_000);

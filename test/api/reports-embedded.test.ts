@@ -1,12 +1,8 @@
-import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app.js';
-import { loadConfig } from '../../api/config.js';
-import { openDatabase, type Database } from '../../api/db/database.js';
-import { startInProcessWorker } from '../../api/server.js';
+import type { Database } from '../../api/db/database.js';
 import { parseCsv } from '../../api/modules/reports/csv.js';
-import { api, onboardAdmin } from '../support/harness.js';
+import { api, onboardAdmin, startEmbeddedApp } from '../support/harness.js';
 
 /**
  * Reports on the embedded database (PGlite), as `make run` runs them: the migration's table and queue, the API's
@@ -18,11 +14,7 @@ describe('reports on the embedded database', () => {
   let admin: Awaited<ReturnType<typeof onboardAdmin>>;
 
   beforeAll(async () => {
-    const config = loadConfig({ DATA_DIR: 'memory://', JOB_POLL_INTERVAL_SECONDS: '0.5', LOG_LEVEL: 'warn' });
-    database = await openDatabase(config);
-    app = await buildApp({ config, db: database.db, logStream: new PassThrough() });
-    await app.ready();
-    await startInProcessWorker(app);
+    ({ app, database } = await startEmbeddedApp());
     admin = await onboardAdmin(app, 'Embedded Reports Org');
     expect((await admin.client.post(api('/agents'), { name: 'Embedded reporter' })).statusCode).toBe(201);
   }, 120_000);

@@ -1,11 +1,7 @@
-import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app.js';
-import { loadConfig } from '../../api/config.js';
-import { openDatabase, type Database } from '../../api/db/database.js';
-import { startInProcessWorker } from '../../api/server.js';
-import { api, onboardAdmin } from '../support/harness.js';
+import type { Database } from '../../api/db/database.js';
+import { api, onboardAdmin, startEmbeddedApp } from '../support/harness.js';
 
 /**
  * The risk recalculation on the embedded database (PGlite), as `make run` runs it: the migration's triggers and
@@ -17,11 +13,7 @@ describe('risk scores on the embedded database', () => {
   let admin: Awaited<ReturnType<typeof onboardAdmin>>;
 
   beforeAll(async () => {
-    const config = loadConfig({ DATA_DIR: 'memory://', JOB_POLL_INTERVAL_SECONDS: '0.5', LOG_LEVEL: 'warn' });
-    database = await openDatabase(config);
-    app = await buildApp({ config, db: database.db, logStream: new PassThrough() });
-    await app.ready();
-    await startInProcessWorker(app);
+    ({ app, database } = await startEmbeddedApp());
     admin = await onboardAdmin(app, 'Embedded Org');
   }, 120_000);
   afterAll(async () => {

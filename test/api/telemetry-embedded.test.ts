@@ -1,12 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api/app.js';
-import { loadConfig } from '../../api/config.js';
-import { inScope, openDatabase, type Database } from '../../api/db/database.js';
+import { inScope, type Database } from '../../api/db/database.js';
 import { recordTelemetry, telemetryEvents } from '../../api/modules/telemetry/index.js';
-import { startInProcessWorker } from '../../api/server.js';
-import { api, onboardAdmin } from '../support/harness.js';
+import { api, onboardAdmin, startEmbeddedApp } from '../support/harness.js';
 
 /**
  * The embedded database (`make run`): the same telemetry statements on PGlite (the batch's insert, the list,
@@ -17,11 +14,7 @@ describe('telemetry on the embedded database', () => {
   let database: Database;
 
   beforeAll(async () => {
-    const config = loadConfig({ DATA_DIR: 'memory://', JOB_POLL_INTERVAL_SECONDS: '0.5', LOG_LEVEL: 'warn' });
-    database = await openDatabase(config);
-    app = await buildApp({ config, db: database.db });
-    await app.ready();
-    await startInProcessWorker(app);
+    ({ app, database } = await startEmbeddedApp());
   }, 60_000);
   afterAll(async () => {
     await app?.close();

@@ -9,6 +9,7 @@ import { freshDatabase } from '../support/harness.js';
 import { OWNER_ROLE, RUNTIME_ROLE, withDatabase } from '../support/pg-urls.js';
 import { freePort } from '../support/postgres-cluster.js';
 import { spawnTollgate, stop, waitForHttp } from '../support/processes.js';
+import { SAFE_PRODUCTION_ENV } from '../support/production-env.js';
 
 /** `tollgate <args>` from source, with stdout and stderr kept apart. */
 type Proc = ReturnType<typeof spawnTollgate> & { stdout_: () => string; stderr_: () => string };
@@ -134,25 +135,7 @@ class HttpClient {
 }
 
 /** Every condition safe except what a test changes; DATABASE_URL is set per test. */
-const SAFE_PRODUCTION: Record<string, string> = {
-  ENVIRONMENT: 'production',
-  DEV_LOGIN_ENABLED: 'false',
-  TOKEN_SIGNING_SEED: 'k9Vq2rT7xLm4Pz8sWc3Nd6Hb1Yf5Gj0A',
-  EVIDENCE_SIGNING_SEED: 'Ev5Rk2Nw8Qc3Ld7Hs1Gt6Yb9Mf4Jx0Pz',
-  SECRET_PEPPER: 'Qe7Rt2Yu9Io4Pa6Sd1Fg8Hj3Kl5Zx0Cv',
-  SESSION_SECRET: 'Mn3Bv8Cx1Zl6Kj4Hg9Fd2Sa7Po5Iu0Yt',
-  SESSION_COOKIE_SECURE: 'true',
-  OIDC_ISSUER: 'https://id.example.com/realms/tollgate',
-  OIDC_CLIENT_ID: 'tollgate-api',
-  OIDC_CLIENT_SECRET: 'oidc-client-secret-7f3a9c',
-  OIDC_REDIRECT_URI: 'https://tollgate.example.com/api/v1/auth/callback',
-  EMAIL_BACKEND: 'smtp',
-  SMTP_HOST: 'smtp.example.com',
-  SMTP_USERNAME: 'tollgate-mailer',
-  SMTP_PASSWORD: 'smtp-password-2b8e1d',
-  SMTP_STARTTLS: 'true',
-  LOG_LEVEL: 'warn',
-};
+const SAFE_PRODUCTION: Record<string, string> = { ...SAFE_PRODUCTION_ENV, LOG_LEVEL: 'warn' };
 
 let db: Awaited<ReturnType<typeof freshDatabase>>;
 

@@ -6,6 +6,7 @@ import { freshDatabase } from '../support/harness.js';
 import { startOidcProvider, type TestOidcProvider } from '../support/oidc-provider.js';
 import { freePort } from '../support/postgres-cluster.js';
 import { spawnTollgate, stop, waitForHttp } from '../support/processes.js';
+import { SAFE_PRODUCTION_ENV } from '../support/production-env.js';
 
 /**
  * The issue's "done when": a real `tollgate api` process with ENVIRONMENT=production and every guard satisfied
@@ -35,25 +36,14 @@ describe('OpenID Connect sign-in in production', () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     proc = spawnTollgate(['api'], {
-      ENVIRONMENT: 'production',
+      ...SAFE_PRODUCTION_ENV,
       PORT: String(port),
       DATABASE_URL: db.runtimeUrl,
-      DEV_LOGIN_ENABLED: 'false',
-      TOKEN_SIGNING_SEED: 'k9Vq2rT7xLm4Pz8sWc3Nd6Hb1Yf5Gj0A',
-      EVIDENCE_SIGNING_SEED: 'Ev5Rk2Nw8Qc3Ld7Hs1Gt6Yb9Mf4Jx0Pz',
-      SECRET_PEPPER: 'Qe7Rt2Yu9Io4Pa6Sd1Fg8Hj3Kl5Zx0Cv',
-      SESSION_SECRET: 'Mn3Bv8Cx1Zl6Kj4Hg9Fd2Sa7Po5Iu0Yt',
-      SESSION_COOKIE_SECURE: 'true',
       OIDC_ISSUER: op.issuer,
       OIDC_CLIENT_ID: op.clientId,
       OIDC_CLIENT_SECRET: op.clientSecret,
       OIDC_REDIRECT_URI: `${publicOrigin}/api/v1/auth/callback`,
       OIDC_CA_FILE: path.join(dir, 'ca.pem'),
-      EMAIL_BACKEND: 'smtp',
-      SMTP_HOST: 'smtp.example.com',
-      SMTP_USERNAME: 'tollgate-mailer',
-      SMTP_PASSWORD: 'smtp-password-2b8e1d',
-      SMTP_STARTTLS: 'true',
       LOG_LEVEL: 'warn',
     });
     await waitForHttp(`${base}/readyz`, 60_000, proc);

@@ -9,25 +9,14 @@ import { spawnTollgate, stop, waitForHttp } from '../support/processes.js';
 import { startTestSmtp, type TestSmtp } from '../support/smtp-server.js';
 import { startStandin, type Standin } from '../support/standin.js';
 import { testTls } from '../support/tls.js';
+import { SAFE_PRODUCTION_ENV } from '../support/production-env.js';
 
 const SITE_SECRET = 'signup-client-secret-e2e-5b90';
 const GOOD_TOKEN = 'e2e-passed-challenge';
 
 /** Every condition of the production guard safe; sign-up on, email over SMTP with STARTTLS. */
 const PRODUCTION: Record<string, string> = {
-  ENVIRONMENT: 'production',
-  DEV_LOGIN_ENABLED: 'false',
-  TOKEN_SIGNING_SEED: 'k9Vq2rT7xLm4Pz8sWc3Nd6Hb1Yf5Gj0A',
-  EVIDENCE_SIGNING_SEED: 'Ev5Rk2Nw8Qc3Ld7Hs1Gt6Yb9Mf4Jx0Pz',
-  SECRET_PEPPER: 'Qe7Rt2Yu9Io4Pa6Sd1Fg8Hj3Kl5Zx0Cv',
-  SESSION_SECRET: 'Mn3Bv8Cx1Zl6Kj4Hg9Fd2Sa7Po5Iu0Yt',
-  SESSION_COOKIE_SECURE: 'true',
-  OIDC_ISSUER: 'https://id.example.com/realms/tollgate',
-  OIDC_CLIENT_ID: 'tollgate-api',
-  OIDC_CLIENT_SECRET: 'oidc-client-secret-7f3a9c',
-  OIDC_REDIRECT_URI: 'https://tollgate.example.com/api/v1/auth/callback',
-  EMAIL_BACKEND: 'smtp',
-  SMTP_STARTTLS: 'true',
+  ...SAFE_PRODUCTION_ENV,
   SMTP_FROM: 'Tollgate <no-reply@tollgate.test>',
   SIGNUP_ENABLED: 'true',
   SIGNUP_CLIENT_SECRET: SITE_SECRET,
@@ -173,9 +162,6 @@ describe('the production guard for sign-up and email', () => {
   const safe = {
     ...PRODUCTION,
     DATABASE_URL: 'postgres://tollgate_app:pw@db.internal:5432/tollgate',
-    SMTP_HOST: 'smtp.example.com',
-    SMTP_USERNAME: 'tollgate-mailer',
-    SMTP_PASSWORD: 'smtp-password-2b8e1d',
   };
   const problems = (over: Record<string, string | undefined>) => productionProblems(loadConfig({ ...safe, ...over }));
 

@@ -185,6 +185,26 @@ export function expectValidation(res: { statusCode: number; json(): any }, field
   expect(res.json().error.details.map((d: { field: string }) => d.field)).toContain(field);
 }
 
+/**
+ * `tollgate api` as `make run` starts it, in process: the embedded database (PGlite, in memory) and the in-process
+ * worker polling every half second; logs kept out of the test output.
+ */
+export async function startEmbeddedApp(): Promise<{ app: FastifyInstance; database: Database; close(): Promise<void> }> {
+  const config = loadConfig({ DATA_DIR: 'memory://', JOB_POLL_INTERVAL_SECONDS: '0.5', LOG_LEVEL: 'warn' });
+  const database = await openDatabase(config);
+  const app = await buildApp({ config, db: database.db, logStream: new PassThrough() });
+  await app.ready();
+  await startInProcessWorker(app);
+  return {
+    app,
+    database,
+    async close() {
+      await app.close();
+      await database.close();
+    },
+  };
+}
+
 /** Runs `fn` on a connection of the schema owner (not held by row-level security): for what no operation shows or writes. */
 export async function asOwner<T>(t: { ownerUrl: string }, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: t.ownerUrl });

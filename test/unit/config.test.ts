@@ -12,29 +12,15 @@ import {
   loadConfig,
   productionProblems,
 } from '../../api/config.js';
+import { SAFE_PRODUCTION_ENV } from '../support/production-env.js';
 
 type Env = Record<string, string | undefined>;
 
 /** A production environment in which every condition of the spec's Operational contract is safe. */
 const SAFE: Record<string, string> = {
-  ENVIRONMENT: 'production',
+  ...SAFE_PRODUCTION_ENV,
   DATABASE_URL: 'postgres://tollgate_app:runtime-pw@db.internal:5432/tollgate',
-  DEV_LOGIN_ENABLED: 'false',
-  TOKEN_SIGNING_SEED: 'k9Vq2rT7xLm4Pz8sWc3Nd6Hb1Yf5Gj0A',
-  EVIDENCE_SIGNING_SEED: 'Ev5Rk2Nw8Qc3Ld7Hs1Gt6Yb9Mf4Jx0Pz',
-  SECRET_PEPPER: 'Qe7Rt2Yu9Io4Pa6Sd1Fg8Hj3Kl5Zx0Cv',
-  SESSION_SECRET: 'Mn3Bv8Cx1Zl6Kj4Hg9Fd2Sa7Po5Iu0Yt',
-  SESSION_COOKIE_SECURE: 'true',
   CORS_ALLOWED_ORIGINS: 'https://portal.example.com,https://admin.example.com',
-  OIDC_ISSUER: 'https://id.example.com/realms/tollgate',
-  OIDC_CLIENT_ID: 'tollgate-api',
-  OIDC_CLIENT_SECRET: 'oidc-client-secret-7f3a9c',
-  OIDC_REDIRECT_URI: 'https://tollgate.example.com/api/v1/auth/callback',
-  EMAIL_BACKEND: 'smtp',
-  SMTP_HOST: 'smtp.example.com',
-  SMTP_USERNAME: 'tollgate-mailer',
-  SMTP_PASSWORD: 'smtp-password-2b8e1d',
-  SMTP_STARTTLS: 'true',
 };
 
 /** The refusal loadCheckedConfig throws for env; fails the test when the configuration is accepted. */

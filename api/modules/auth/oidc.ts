@@ -1,9 +1,8 @@
-import { readFileSync } from 'node:fs';
-import { rootCertificates } from 'node:tls';
 import * as client from 'openid-client';
 import { Agent, fetch as undiciFetch } from 'undici';
 import type { Config } from '../../config.js';
 import { ApiError } from '../../platform/errors.js';
+import { withSystemCas } from '../../platform/outbound.js';
 
 /**
  * The OpenID Connect relying party (docs/authentication.md, OpenID Connect sign-in), on openid-client:
@@ -130,9 +129,9 @@ export class OidcRelyingParty {
 
   /** fetch with the system's CAs plus OIDC_CA_FILE's, for providers behind a private CA. */
   private fetcher(): client.CustomFetch | undefined {
-    const caFile = this.settings.caFile;
-    if (!caFile) return undefined;
-    const dispatcher = new Agent({ connect: { ca: [...rootCertificates, readFileSync(caFile, 'utf8')] } });
+    const ca = this.settings.ca;
+    if (!ca) return undefined;
+    const dispatcher = new Agent({ connect: { ca: withSystemCas(ca) } });
     return ((url: string, options: client.CustomFetchOptions) =>
       undiciFetch(url, { ...options, dispatcher } as Parameters<typeof undiciFetch>[1])) as unknown as client.CustomFetch;
   }

@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { rootCertificates } from 'node:tls';
 import type { FastifyBaseLogger } from 'fastify';
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Config } from '../../config.js';
+import { withSystemCas } from '../../platform/outbound.js';
 
 /** One email: plain text and HTML of the same content (templates.ts writes both). */
 export interface MailMessage {
@@ -36,11 +35,10 @@ export class SmtpMailer implements Mailer {
   constructor(
     smtp: Config['email']['smtp'],
     private readonly from: string,
-    caFile: string | undefined,
+    smtpCa: string | undefined,
   ) {
     this.host = smtp.host;
-    // A `ca` option replaces Node's trusted CAs: SMTP_CA_FILE's are added to them instead.
-    const ca = caFile ? [...rootCertificates, readFileSync(caFile, 'utf8')] : undefined;
+    const ca = smtpCa ? withSystemCas(smtpCa) : undefined;
     this.transport = nodemailer.createTransport({
       host: smtp.host,
       port: smtp.port,
@@ -104,7 +102,7 @@ export class NoMailer implements Mailer {
 export function createMailer(config: Config, log: FastifyBaseLogger): Mailer {
   switch (config.email.backend) {
     case 'smtp':
-      return new SmtpMailer(config.email.smtp, config.mail.from, config.mail.smtpCaFile);
+      return new SmtpMailer(config.email.smtp, config.mail.from, config.mail.smtpCa);
     case 'memory':
       return new MemoryMailer(log);
     case 'none':

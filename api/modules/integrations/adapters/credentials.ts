@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { rootCertificates } from 'node:tls';
 import { Agent, request, type Dispatcher } from 'undici';
 import { ENV_VARS, type Config } from '../../../config.js';
+import { withSystemCas } from '../../../platform/outbound.js';
 import { ConnectorError } from './contract.js';
 
 /**
@@ -121,7 +121,7 @@ function fieldOf(body: string, field: string): string | undefined {
 }
 
 async function vaultGet(url: string, token: string, ca: string | undefined, timeoutMs: number, where: string): Promise<{ status: number; body: string }> {
-  const dispatcher: Dispatcher | undefined = ca ? new Agent({ connect: { ca: [...rootCertificates, ca], timeout: timeoutMs } }) : undefined;
+  const dispatcher: Dispatcher | undefined = ca ? new Agent({ connect: { ca: withSystemCas(ca), timeout: timeoutMs } }) : undefined;
   const signal = AbortSignal.timeout(timeoutMs);
   try {
     const answer = await request(url, { method: 'GET', headers: { 'x-vault-token': token }, signal, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, ...(dispatcher ? { dispatcher } : {}) });
