@@ -31,6 +31,15 @@ kube: ## build the kube-apiserver and etcd the tests start (Go; about 8 minutes 
 helm: ## build the helm client the chart's tests run (Go; about 6 minutes once per pin, then cached in ~/.cache/tollgate/helm)
 	@bash scripts/build-helm.sh >/dev/null
 
+IMAGE ?= tollgate:dev
+.PHONY: image
+image: ## build the container image IMAGE (default tollgate:dev) from the Dockerfile with docker, podman or buildah
+	@if command -v docker >/dev/null && docker info >/dev/null 2>&1; then set -x; docker build -t $(IMAGE) .; \
+	elif command -v podman >/dev/null; then set -x; podman build -t $(IMAGE) .; \
+	elif command -v buildah >/dev/null; then set -x; buildah build -t $(IMAGE) .; \
+	elif command -v docker >/dev/null; then echo "make image: docker is installed but its daemon does not answer (docker info): start it, or use podman or buildah" >&2; exit 1; \
+	else echo "make image: no container builder here: install docker, podman or buildah (or build the Dockerfile elsewhere)" >&2; exit 1; fi
+
 .PHONY: schemathesis
 schemathesis: ## install the API fuzzer the tests run (Python venv in .cache/venv; python3-venv from apt-get when missing)
 	@bash scripts/schemathesis-venv.sh >/dev/null

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { ConfigError, loadCheckedConfig } from './api/config.js';
+import { ConfigError, loadCheckedConfig, type Config } from './api/config.js';
 import { migrate, openOwnerDatabase } from './api/db/database.js';
 import { startApi } from './api/server.js';
 
@@ -15,6 +15,10 @@ commands:
             (TOLLGATE_API_URL, TOLLGATE_IDENTITY_DIR; docs/sidecar.md)
   worker    run the background jobs (discovery runs) from the job queue in PostgreSQL
             (DATABASE_URL, WORKER_PORT for /healthz and /readyz; worker/README.md)
+  org set-plan <slug> <developer|team|enterprise> [--reason <text>]
+            move one organisation to another plan, audited as tenant.plan_changed (a platform
+            operator's command: the schema owner's MIGRATION_DATABASE_URL, or the embedded database
+            under DATA_DIR while no API runs on it; docs/registry.md, Plans)
   evidence verify <bundle.tar.gz> [--checkpoint <file.json>]...
             verify an evidence bundle offline, and that its chain passes through stored checkpoints
             (exit 0 valid, 1 broken, 2 bad usage; docs/evidence.md)
@@ -30,7 +34,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'controller') return runController();
   if (command === 'sidecar') return runSidecar();
   if (command === 'evidence') return runEvidence(argv.slice(1));
-  if (command !== 'api' && command !== 'migrate' && command !== 'worker') {
+  if (command !== 'api' && command !== 'migrate' && command !== 'worker' && command !== 'org') {
     process.stderr.write(`tollgate: unknown command "${command}"\n\n${USAGE}`);
     return 2;
   }
@@ -44,6 +48,7 @@ async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  if (command === 'org') return runOrg(argv.slice(1), config);
   if (command === 'migrate') {
     if (!config.migrationDatabaseUrl) {
       process.stderr.write(
@@ -67,6 +72,63 @@ async function main(argv: string[]): Promise<number> {
   }
   await startApi(config);
   return -1; // keeps running
+}
+
+const PLAN_USAGE = 'usage: tollgate org set-plan <slug> <developer|team|enterprise> [--reason <text>]\n';
+
+/** `tollgate org set-plan <slug> <plan> [--reason <text>]`: exit 0 changed or already so, 1 refused, 2 bad usage. */
+async function runOrg(args: string[], config: Config): Promise<number> {
+  const [sub, slug, plan, ...rest] = args;
+  const { PLANS, PlanChangeError, changePlan } = await import('./api/modules/tenants/index.js');
+  let reason: string | null = null;
+  if (rest.length === 2 && rest[0] === '--reason' && rest[1]!.trim()) reason = rest[1]!.trim().slice(0, 500);
+  const known = (PLANS as readonly string[]).includes(plan ?? '');
+  if (sub !== 'set-plan' || !slug || !plan || !known || (rest.length > 0 && reason === null)) {
+    if (plan && !known && sub === 'set-plan') process.stderr.write(`tollgate org set-plan: "${plan}" is not a plan (${PLANS.join(', ')})\n`);
+    process.stderr.write(PLAN_USAGE);
+    return 2;
+  }
+  const { openOperatorDatabase } = await import('./api/db/database.js');
+  let database;
+  try {
+    database = await openOperatorDatabase(config);
+  } catch (err) {
+    process.stderr.write(`tollgate org set-plan: ${(err as Error).message}\n`);
+    return 1;
+  }
+  try {
+    const { userInfo, hostname } = await import('node:os');
+    // userInfo() throws for a uid without a passwd entry (an arbitrary uid in a container).
+    const user = (() => {
+      try {
+        return userInfo().username;
+      } catch {
+        return process.env.USER ?? `uid-${process.getuid?.() ?? 'unknown'}`;
+      }
+    })();
+    const { org, from } = await changePlan(database.db, {
+      slug,
+      plan: plan as (typeof PLANS)[number],
+      operator: `${user}@${hostname()}`,
+      reason,
+      correlationId: `cli-org-set-plan-${Date.now()}`,
+      now: new Date(),
+    });
+    process.stdout.write(
+      from === org.plan
+        ? `${slug} is already on the ${from} plan; nothing changed\n`
+        : `${slug}: ${from} -> ${org.plan} (audited as tenant.plan_changed)\n`,
+    );
+    return 0;
+  } catch (err) {
+    if (err instanceof PlanChangeError) {
+      process.stderr.write(`tollgate org set-plan: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  } finally {
+    await database.close();
+  }
 }
 
 /** `tollgate evidence verify <bundle> [--checkpoint <file>]...`: needs no configuration, no database and no network. */

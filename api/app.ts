@@ -6,12 +6,13 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { systemClock, type Clock } from '../lib/clock.js';
 import type { Config } from './config.js';
-import type { Db } from './db/database.js';
+import { poolOf, type Db } from './db/database.js';
 import { registerAuthentication } from './platform/auth.js';
 import { ApiError } from './platform/errors.js';
 import { clientErrorHandler, CORRELATION_HEADER, frameworkErrors, registerErrorHandler } from './platform/error-handler.js';
 import { jsonBodyParser, registerInputBoundary } from './platform/input.js';
 import { JobQueue } from './platform/jobs.js';
+import { ApiMetrics } from './platform/metrics.js';
 import { createLogger } from './platform/logger.js';
 import { API_PREFIX, registerOpenApi } from './platform/openapi.js';
 import { DatabaseProbe } from './platform/readiness.js';
@@ -36,6 +37,8 @@ export interface AppDeps {
   clock?: Clock;
   /** Where logs go; defaults to stdout. Tests pass a stream to read them back. */
   logStream?: NodeJS.WritableStream;
+  /** The Prometheus registry and counters of GET /metrics; defaults to new ones of this app's own. */
+  metrics?: ApiMetrics;
 }
 
 // The modules' services every route reaches through `app.deps`, beside the platform's own (platform/context.ts).
@@ -55,6 +58,8 @@ declare module './platform/context.js' {
     mailer: Mailer;
     /** The sign-up's and public forms' challenge check, by CHALLENGE_VERIFIER. */
     challenge: ChallengeVerifier;
+    /** What GET /metrics shows (docs/metrics.md): counted by the gateway, token exchange and rate limiter. */
+    metrics: ApiMetrics;
   }
 }
 
@@ -75,7 +80,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: config.trustProxy,
     logController: new LogController({
       requestIdLogLabel: 'correlation_id',
-      disableRequestLogging: (req) => req.url === '/healthz' || req.url === '/readyz',
+      disableRequestLogging: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics',
     }),
     // The correlation ID is the request ID: the caller's when it is well-formed, else a new one.
     genReqId: (req) => {
@@ -129,7 +134,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     keyGenerator: rateKey,
     max: (req) => rateMax(config, req),
     allowList: (req) => !req.routeOptions.config.caller || ['none', 'gateway_submission'].includes(rateGroupOf(req)),
-    errorResponseBuilder: (_req, ctx) => rateLimited(ctx.max, ctx.ttl),
+    errorResponseBuilder: (req, ctx) => {
+      app.deps.hits.refused(rateKey(req));
+      return rateLimited(ctx.max, ctx.ttl);
+    },
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
@@ -143,6 +151,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return reply.status(503).send({ status: 'unavailable', checks: { database: 'unreachable' } });
     }
   });
+
+  if (config.metricsEnabled) {
+    // Outside /api/v1 and without a caller: Prometheus scrapes it with no credential. It shows
+    // aggregates only (docs/metrics.md); keep it off public ingress, as /healthz and /readyz.
+    app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+      const text = await app.deps.metrics.scrape();
+      return reply.type(app.deps.metrics.contentType).send(text);
+    });
+  }
 
   await app.register(apiRoutes, { prefix: API_PREFIX });
   return app;
@@ -158,6 +175,7 @@ export function buildDeps(deps: AppDeps, log: FastifyBaseLogger): Deps {
   const tokens = new TokenService(config.tokenSigningSeed, () => clock.now());
   const revocations = new RevocationCache(db, clock, config.revocationCacheMs);
   const serviceAccounts = new ServiceAccountStates(db, clock, config.revocationCacheMs);
+  const metrics = deps.metrics ?? new ApiMetrics({ pool: poolOf(db) });
   return {
     config,
     db,
@@ -167,10 +185,11 @@ export function buildDeps(deps: AppDeps, log: FastifyBaseLogger): Deps {
     revocations,
     serviceAccounts,
     evidence: new EvidenceSigner(config.evidenceSigningSeed, config.evidencePreviousSeeds),
-    hits: new HitCounter(db, clock),
+    hits: new HitCounter(db, clock, metrics),
     snapshots: new DecisionSnapshots(),
     jobs: new JobQueue(db, config.jobs, log),
     mailer: createMailer(config, log),
     challenge: challengeVerifier(config),
+    metrics,
   };
 }

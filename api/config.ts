@@ -45,6 +45,8 @@ const envSchema = z.object({
   JOB_MAINTENANCE_INTERVAL_SECONDS: int(1, 3600).default(30),
   TELEMETRY_RETENTION_DAYS: int(1, 3650).default(30),
   SEED_DEMO: optionalBool,
+  // The tenants module's PLANS (test/unit/config.test.ts checks that they are the same).
+  DEFAULT_PLAN: z.enum(['developer', 'team', 'enterprise']).default('developer'),
   DEV_LOGIN_ENABLED: optionalBool,
   SESSION_SECRET: z.string().min(16).default(DEV_SESSION_SECRET),
   TOKEN_SIGNING_SEED: z.string().min(16).default(DEV_TOKEN_SIGNING_SEED),
@@ -136,6 +138,7 @@ const envSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalString,
   OTEL_SERVICE_NAME: z.string().min(1).default('tollgate-api'),
+  METRICS_ENABLED: optionalBool,
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -161,6 +164,8 @@ export interface Config {
   /** Telemetry events older than this many days are deleted by the retention job (docs/telemetry.md). */
   telemetryRetentionDays: number;
   seedDemo: boolean;
+  /** The plan a new organisation starts on (DEFAULT_PLAN); `tollgate org set-plan` changes one organisation's. */
+  defaultPlan: 'developer' | 'team' | 'enterprise';
   devLoginEnabled: boolean;
   sessionSecret: string;
   tokenSigningSeed: string;
@@ -228,6 +233,8 @@ export interface Config {
   trustProxy: boolean;
   logLevel: string;
   otel: { tracesEndpoint: string | undefined; serviceName: string };
+  /** Whether the API serves Prometheus metrics at GET /metrics (docs/metrics.md). */
+  metricsEnabled: boolean;
 }
 
 export interface JobSettings {
@@ -280,6 +287,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     telemetryRetentionDays: e.TELEMETRY_RETENTION_DAYS,
     seedDemo: e.SEED_DEMO ?? false,
+    defaultPlan: e.DEFAULT_PLAN,
     devLoginEnabled: e.DEV_LOGIN_ENABLED ?? !production,
     sessionSecret: e.SESSION_SECRET,
     tokenSigningSeed: e.TOKEN_SIGNING_SEED,
@@ -350,6 +358,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       tracesEndpoint: e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (otlpBase ? `${otlpBase}/v1/traces` : undefined),
       serviceName: e.OTEL_SERVICE_NAME,
     },
+    metricsEnabled: e.METRICS_ENABLED ?? true,
   };
 }
 

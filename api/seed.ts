@@ -6,8 +6,8 @@ export const DEMO_ADMIN_EMAIL = 'admin@demo.example';
 export const DEMO_SLUG = 'demo';
 
 /**
- * The demo organisation of `make run`: "Demo Organisation" (slug demo) with its administrator
- * admin@demo.example, who signs in with development sign-in. Idempotent.
+ * The demo organisation of `make run`: "Demo Organisation" (slug demo, on the team plan) with its
+ * administrator admin@demo.example, who signs in with development sign-in. Idempotent.
  */
 export async function seedDemo(db: Db, now: Date): Promise<void> {
   const admin = await findOrCreatePerson(db, DEMO_ADMIN_EMAIL, 'Demo Administrator');
@@ -17,6 +17,8 @@ export async function seedDemo(db: Db, now: Date): Promise<void> {
     name: 'Demo Organisation',
     slug: DEMO_SLUG,
     primaryRegion: 'eu-west',
+    // A plan with production agents, so that every example of examples/ becomes Ready (docs/kubernetes.md).
+    plan: 'team',
     creator: { userId: admin.id, displayName: 'Demo Administrator' },
     correlationId: 'seed-demo-organisation',
     now,

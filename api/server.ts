@@ -25,6 +25,8 @@ export async function startApi(config: Config): Promise<FastifyInstance> {
     }
   }
   const app = await buildApp({ config, db: database.db });
+  // The process's own metrics (CPU, memory, event loop) belong to the process that serves, not to every app built.
+  if (config.metricsEnabled) app.deps.metrics.collectProcessMetrics();
   app.addHook('onClose', async () => {
     await app.deps.jobs.stop({ timeoutMs: config.shutdownTimeoutMs });
     await database.close();

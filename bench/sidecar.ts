@@ -64,6 +64,7 @@ export async function benchSidecar(opts: { seconds: number; rate: number; connec
       TOLLGATE_API_URL: base,
       TOLLGATE_IDENTITY_DIR: dir,
       TOLLGATE_SIDECAR_PORT: String(sidecarPort),
+      TOLLGATE_SIDECAR_METRICS_PORT: 'off',
       LOG_LEVEL: 'warn',
     });
     await waitForHttp(`http://127.0.0.1:${sidecarPort}/healthz`, 30_000, sidecar);
@@ -144,7 +145,7 @@ async function isolatedHop(identityDir: string, opts: { seconds: number; rate: n
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const sidecar = spawnTollgate(
     ['sidecar'],
-    { TOLLGATE_API_URL: stubUrl, TOLLGATE_IDENTITY_DIR: identityDir, TOLLGATE_SIDECAR_PORT: String(port), LOG_LEVEL: 'warn' },
+    { TOLLGATE_API_URL: stubUrl, TOLLGATE_IDENTITY_DIR: identityDir, TOLLGATE_SIDECAR_PORT: String(port), TOLLGATE_SIDECAR_METRICS_PORT: 'off', LOG_LEVEL: 'warn' },
     profile,
   );
   try {

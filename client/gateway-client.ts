@@ -9,11 +9,13 @@ import {
   GatewayApiError,
 } from './errors.js';
 import {
+  isAgentPermissions,
   isGatewayStatus,
   isSubmissionBody,
   toResult,
   type ActionRequest,
   type ActionResult,
+  type AgentPermissions,
   type GatewayActionStatus,
 } from './result.js';
 import { TokenCache, type CredentialsSource } from './tokens.js';
@@ -30,6 +32,12 @@ export interface GatewayClientOptions {
   timeoutSeconds?: number;
   /** Making the connection. Default 5. */
   connectTimeoutSeconds?: number;
+  /**
+   * One submission as a whole (token exchange, request, and the retry of rule 2), and one status read:
+   * the caller gets the timeout's error when it passes, and the request is aborted. Default none (each
+   * HTTP request keeps its own `timeoutSeconds`). Approval waits are not cut by it.
+   */
+  decisionTimeoutSeconds?: number;
   /** Authorise-and-execute: how long to wait for an approval; 0 returns at once. Default 0. */
   waitSeconds?: number;
   /** Authorise-and-execute: time between two reads of the gateway status. Default 3. */
@@ -48,6 +56,7 @@ export interface GatewayClientSettings {
   refreshBeforeExpirySeconds: number;
   timeoutSeconds: number;
   connectTimeoutSeconds: number;
+  decisionTimeoutSeconds: number | null;
   waitSeconds: number;
   pollIntervalSeconds: number;
   approvalTimeoutSeconds: number;
@@ -117,6 +126,7 @@ export class GatewayClient {
       refreshBeforeExpirySeconds: pick('refreshBeforeExpirySeconds', 0),
       timeoutSeconds: pick('timeoutSeconds', 0, true),
       connectTimeoutSeconds: pick('connectTimeoutSeconds', 0, true),
+      decisionTimeoutSeconds: decisionTimeoutOf(options.decisionTimeoutSeconds),
       waitSeconds: pick('waitSeconds', 0),
       pollIntervalSeconds: pick('pollIntervalSeconds', 0, true),
       approvalTimeoutSeconds: pick('approvalTimeoutSeconds', 0),
@@ -195,22 +205,57 @@ export class GatewayClient {
     return this.#status(actionId, correlationIdOf(options.correlationId));
   }
 
+  /**
+   * The agent's containment state and the tools it may invoke (`GET /gateway/permissions`, an extension
+   * of Tollgate's beyond the spec), with the retry of rule 2 and the decision timeout.
+   */
+  async permissions(options: CallOptions = {}): Promise<AgentPermissions> {
+    const correlationId = correlationIdOf(options.correlationId);
+    const signal = this.#deadline();
+    const answer = await this.#authorised(
+      correlationId,
+      (bearer) => this.#transport.send({ method: 'GET', path: '/gateway/permissions', correlationId, headers: { authorization: bearer }, signal }),
+      signal,
+    );
+    if (!isAgentPermissions(answer.body)) throw invalidResponse(answer, 'The permissions answer is not a permission list.');
+    return answer.body;
+  }
+
+  /** Whether the API answers its readiness check (`/readyz` beside `/api/v1`) in time; never throws. */
+  ready(timeoutSeconds = this.settings.decisionTimeoutSeconds ?? this.settings.timeoutSeconds): Promise<boolean> {
+    return this.#transport.probe('/readyz', timeoutSeconds * 1000);
+  }
+
   /** Closes the client's connections. */
   close(): Promise<void> {
     return this.#transport.close();
   }
 
+  /** The signal of one decision's deadline, when one is set. */
+  #deadline(): AbortSignal | undefined {
+    const s = this.settings.decisionTimeoutSeconds;
+    return s === null ? undefined : AbortSignal.timeout(s * 1000);
+  }
+
   async #submitBody(body: string, key: string, correlationId: string): Promise<ActionResult> {
-    const answer = await this.#authorised(correlationId, (bearer) =>
-      this.#transport.send({ method: 'POST', path: '/actions', correlationId, body, headers: { authorization: bearer, 'idempotency-key': key } }),
+    const signal = this.#deadline();
+    const answer = await this.#authorised(
+      correlationId,
+      (bearer) =>
+        this.#transport.send({ method: 'POST', path: '/actions', correlationId, body, headers: { authorization: bearer, 'idempotency-key': key }, signal }),
+      signal,
     );
     if (!isSubmissionBody(answer.body)) throw invalidResponse(answer, 'The submission answer is not a result.');
     return toResult(answer.body, key);
   }
 
   async #status(actionId: string, correlationId: string): Promise<GatewayActionStatus> {
-    const answer = await this.#authorised(correlationId, (bearer) =>
-      this.#transport.send({ method: 'GET', path: `/actions/gateway/${encodeURIComponent(actionId)}`, correlationId, headers: { authorization: bearer } }),
+    const signal = this.#deadline();
+    const answer = await this.#authorised(
+      correlationId,
+      (bearer) =>
+        this.#transport.send({ method: 'GET', path: `/actions/gateway/${encodeURIComponent(actionId)}`, correlationId, headers: { authorization: bearer }, signal }),
+      signal,
     );
     if (!isGatewayStatus(answer.body)) throw invalidResponse(answer, 'The status answer is not an action.');
     return answer.body;
@@ -221,13 +266,13 @@ export class GatewayClient {
    * credentials are exchanged again and the request is sent once more, unchanged; a 401 then, or any
    * other 401, is an AuthenticationError. Other error answers are GatewayApiErrors.
    */
-  async #authorised(correlationId: string, send: (authorization: string) => Promise<HttpAnswer>): Promise<HttpAnswer> {
-    const token = await this.#tokens.get(correlationId);
+  async #authorised(correlationId: string, send: (authorization: string) => Promise<HttpAnswer>, signal?: AbortSignal): Promise<HttpAnswer> {
+    const token = await untilAborted(this.#tokens.get(correlationId), signal);
     let answer = await send(`Bearer ${token}`);
     if (answer.status === 401 && RETRY_WITH_FRESH_TOKEN.has(errorCode(answer) ?? '')) {
       const first = apiErrorOf(answer, AuthenticationError);
       this.#tokens.discard(token);
-      const fresh = await this.#tokens.get(correlationId);
+      const fresh = await untilAborted(this.#tokens.get(correlationId), signal);
       answer = await send(`Bearer ${fresh}`);
       if (answer.status === 401) throw apiErrorOf(answer, AuthenticationError, { cause: first });
     }
@@ -253,6 +298,35 @@ function correlationIdOf(given: string | undefined): string {
 /** The same bytes with `approval_token` added as the last member (the API's request hash leaves it out). */
 function withApprovalToken(body: string, token: string): string {
   return `${body.slice(0, -1)}${body === '{}' ? '' : ','}"approval_token":${JSON.stringify(token)}}`;
+}
+
+function decisionTimeoutOf(v: number | undefined): number | null {
+  if (v === undefined) return null;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new RangeError('decisionTimeoutSeconds must be a number above 0');
+  return v;
+}
+
+/**
+ * `p`, or the signal's reason once it aborts. A token exchange is shared by concurrent callers, so one
+ * caller's deadline stops its own wait, not the exchange (which keeps its own request timeout).
+ */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e as Error);
+      },
+    );
+  });
 }
 
 function nonNegative(name: string, v: number): number {

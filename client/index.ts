@@ -20,6 +20,6 @@ export {
   GatewayApiError,
   GatewayClientError,
 } from './errors.js';
-export type { ActionRequest, ActionResult, ActionState, Decision, GatewayActionStatus, SubmissionBody } from './result.js';
+export type { ActionRequest, ActionResult, ActionState, AgentPermissions, Decision, GatewayActionStatus, SubmissionBody } from './result.js';
 export type { ClientCredentials, CredentialsSource } from './tokens.js';
 export type { Clock } from '../lib/clock.js';

@@ -107,3 +107,28 @@ export function isGatewayStatus(body: unknown): body is GatewayActionStatus {
   const b = body as Partial<GatewayActionStatus> | null;
   return typeof b === 'object' && b !== null && typeof b.id === 'string' && typeof b.state === 'string';
 }
+
+/** `GET /gateway/permissions`: the agent's containment state and the tools it may invoke (a Tollgate extension). */
+export interface AgentPermissions {
+  agent_id: string;
+  /** Suspended, revoked or gateway access off: the agent may call nothing. */
+  contained: boolean;
+  /** Why it is contained (`AGENT_SUSPENDED`, `AGENT_REVOKED`, `GATEWAY_ACCESS_DISABLED`). */
+  reason_codes: string[];
+  operation: string;
+  tools: Array<{ tool: string; privilege_class: string; approval_class: string; mcp_server_id: string | null; constrained: boolean }>;
+  registry_version: string;
+  evaluated_at: string;
+}
+
+export function isAgentPermissions(body: unknown): body is AgentPermissions {
+  const b = body as Partial<AgentPermissions> | null;
+  return (
+    typeof b === 'object' &&
+    b !== null &&
+    typeof b.contained === 'boolean' &&
+    Array.isArray(b.reason_codes) &&
+    Array.isArray(b.tools) &&
+    b.tools.every((t) => typeof t?.tool === 'string')
+  );
+}

@@ -16,6 +16,8 @@ export interface SendOptions {
   /** Already serialised: the bytes sent are exactly these. */
   body?: string;
   headers?: Record<string, string>;
+  /** Aborts the request early (a caller's overall deadline); the request's own timeout still applies. */
+  signal?: AbortSignal;
 }
 
 const USER_AGENT = 'tollgate-client/0.1';
@@ -66,7 +68,7 @@ export class Transport {
       body: opts.body,
       dispatcher: this.#agent,
       // headersTimeout and bodyTimeout each bound one phase; this bounds the request as a whole.
-      signal: AbortSignal.timeout(this.#timeoutMs),
+      signal: opts.signal ? AbortSignal.any([AbortSignal.timeout(this.#timeoutMs), opts.signal]) : AbortSignal.timeout(this.#timeoutMs),
     });
     const text = await res.body.text();
     const echoed = res.headers['x-correlation-id'];
@@ -83,6 +85,26 @@ export class Transport {
       }
     }
     return { status: res.statusCode, body, correlationId };
+  }
+
+  /**
+   * `GET <path>` beside the API prefix (`/readyz` of `http://api/api/v1` is `http://api/readyz`), within
+   * `timeoutMs`: true when it answers 2xx. Never throws: a refused connection or a timeout is false.
+   */
+  async probe(path: string, timeoutMs: number): Promise<boolean> {
+    const root = this.#prefix.slice(0, -'/api/v1'.length);
+    try {
+      const res = await request(this.#origin + root + path, {
+        method: 'GET',
+        headers: { accept: 'application/json', 'user-agent': USER_AGENT },
+        dispatcher: this.#agent,
+        signal: AbortSignal.timeout(Math.min(timeoutMs, this.#timeoutMs)),
+      });
+      await res.body.dump();
+      return res.statusCode >= 200 && res.statusCode < 300;
+    } catch {
+      return false;
+    }
   }
 
   close(): Promise<void> {

@@ -1,9 +1,12 @@
-import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { AgentStatusPoller } from './agent-status.js';
+import { EgressController, type EgressSettings } from './egress.js';
 import { Informer, type EventHandler, type EventType } from './informers.js';
-import { KIND_NAMES, KINDS, type Kind, type KindObject, type Status, type TollgateObject, type ToolSpec } from './kinds.js';
-import { objectKey, statusOf, type ResourceRef } from './kube.js';
+import { GROUP, KIND_NAMES, KINDS, VERSION, type Kind, type KindObject, type Status, type TollgateObject, type ToolSpec } from './kinds.js';
+import { backoff, objectKey, statusOf, type ResourceRef } from './kube.js';
 import { LeaderElector, leaseClient, type LeaderElectorOptions } from './leader.js';
+import { ControllerMetrics } from './metrics.js';
 import { ObjectWriter, secretStore, setCondition } from './objects.js';
 import { WorkQueue, type ReconcileResult } from './queue.js';
 import { agentReconciler } from './reconcilers/agent.js';
@@ -31,6 +34,14 @@ export interface ControllerOptions {
   resyncMs?: number;
   /** Lease timings (tests shorten them). */
   lease?: Partial<Pick<LeaderElectorOptions, 'leaseDurationSeconds' | 'renewDeadlineMs' | 'renewPeriodMs' | 'retryPeriodMs'>>;
+  /** A NetworkPolicy per injected pod (docs/kubernetes.md); absent: none. */
+  egress?: EgressSettings;
+  /** How often the Agents' status (risk band, last decision, containment) is read from Tollgate. Default 60 s. */
+  statusPollMs?: number;
+  /** At most one CallsDenied Event per agent this often. Default 5 minutes. */
+  deniedIntervalMs?: number;
+  /** Where the reconcile, queue and leader metrics go; the controller makes its own when absent. */
+  metrics?: ControllerMetrics;
   log: Logger;
 }
 
@@ -99,23 +110,33 @@ export class Controller {
   private informers?: Informers;
   private reconcilers?: Record<Kind, KindReconciler>;
   private readonly log: Logger;
+  readonly metrics: ControllerMetrics;
   /** Reconciles finished since the start (tests and the benchmark watch it). */
   reconciles = 0;
 
   constructor(private readonly opts: ControllerOptions) {
     this.log = opts.log;
-    this.writer = new ObjectWriter(opts.kubeConfig);
+    this.metrics = opts.metrics ?? new ControllerMetrics();
     this.scope = new NamespaceScope(opts.kubeConfig, opts.organisation, opts.claimUnannotated ?? true);
+    const lease = opts.leaseName ?? `tollgate-controller-${opts.organisation}`;
+    this.metrics.leading(lease, false);
     this.elector = new LeaderElector({
       leases: leaseClient(opts.kubeConfig),
       namespace: opts.leaseNamespace,
-      name: opts.leaseName ?? `tollgate-controller-${opts.organisation}`,
+      name: lease,
       identity: opts.identity,
       ...opts.lease,
-      onStartedLeading: (signal) => this.lead(signal),
-      onStoppedLeading: () => this.log.info('stopped leading'),
+      onStartedLeading: (signal) => {
+        this.metrics.leading(lease, true);
+        return this.lead(signal);
+      },
+      onStoppedLeading: () => {
+        this.metrics.leading(lease, false);
+        this.log.info('stopped leading');
+      },
       onError: (err) => this.log.warn({ err: describe(err) }, 'leader election'),
     });
+    this.writer = new ObjectWriter(opts.kubeConfig, 'tollgate-controller', this.elector.identity);
   }
 
   get identity(): string {
@@ -140,14 +161,21 @@ export class Controller {
 
   /** The leader's work, until `signal` aborts. */
   private async lead(signal: AbortSignal): Promise<void> {
+    const stopping = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    if (!(await this.waitForCrds(signal, stopping))) return;
     this.log.info('leading: starting informers');
+    const workers = this.opts.workers ?? 4;
+    this.metrics.dropQueues();
     const queues = Object.fromEntries(
-      KIND_NAMES.map((kind) => [
-        kind,
-        new WorkQueue({
+      KIND_NAMES.map((kind) => {
+        const name = kind.toLowerCase();
+        const queue = new WorkQueue({
+          metrics: this.metrics.queue(name),
           onError: (key, err) => this.log.warn({ kind, key, err: describe(err) }, 'reconcile failed; retrying with backoff'),
-        }),
-      ]),
+        });
+        this.metrics.controller(name, queue, workers);
+        return [kind, queue];
+      }),
     ) as Record<Kind, WorkQueue>;
     const informers = this.watchKinds(queues);
     const secrets = this.watchIdentitySecrets(queues.Agent, informers);
@@ -161,7 +189,20 @@ export class Controller {
     };
     const all = [...Object.values(informers), secrets];
     for (const informer of all) informer.start();
-    const stopping = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    const egress = this.opts.egress
+      ? new EgressController({
+          kubeConfig: this.opts.kubeConfig,
+          settings: this.opts.egress,
+          manages: (ns) => this.scope.manages(ns),
+          writer: this.writer,
+          log: this.log,
+          metrics: this.metrics,
+          workers,
+        })
+      : undefined;
+    egress?.start();
+    let egressRunning: Promise<void> | undefined;
+    let polling: Promise<void> | undefined;
     try {
       // The kinds' caches only: the Secrets' is a trigger that reconciles do not read, and may be refused (RBAC).
       while (!signal.aborted && !Object.values(informers).every((i) => i.hasSynced())) {
@@ -171,16 +212,87 @@ export class Controller {
       this.log.info('caches synced: reconciling');
       const resync = setInterval(() => {
         for (const kind of KIND_NAMES) for (const obj of informers[kind].list()) queues[kind].add(objectKey(obj));
+        if (egress?.hasSynced()) egress.resync();
       }, this.opts.resyncMs ?? 300_000);
-      const workers = this.opts.workers ?? 4;
-      const running = KIND_NAMES.map((kind) => queues[kind].run(workers, (key) => this.reconcile(kind, key)));
+      const running = KIND_NAMES.map((kind) =>
+        queues[kind].run(workers, (key) => this.metrics.reconcile(kind.toLowerCase(), () => this.reconcile(kind, key))),
+      );
+      // The pods' caches apart: pods the controller may not watch (RBAC) must not hold up the kinds.
+      if (egress) egressRunning = this.runEgress(egress, signal, stopping);
+      polling = this.pollStatus(informers, signal, stopping);
       await stopping;
       clearInterval(resync);
-      await Promise.all(KIND_NAMES.map((kind) => queues[kind].shutDown()));
-      await Promise.all(running);
+      await Promise.all([...KIND_NAMES.map((kind) => queues[kind].shutDown()), egress?.queue.shutDown()]);
+      await Promise.all([...running, egressRunning, polling]);
     } finally {
-      await Promise.all(all.map((i) => i.stop()));
+      await Promise.all([...all.map((i) => i.stop()), egress?.stop()]);
       this.log.info('leading ended: informers stopped');
+    }
+  }
+
+  /**
+   * Waits until the API server serves the four kinds: a controller started before `kubectl apply -f
+   * crds/` says so once, at info, and looks again with backoff (1 s doubling to 16 s) instead of
+   * logging every failed list; it starts reconciling as soon as they appear, without a restart. False
+   * when leadership ended first.
+   */
+  private async waitForCrds(signal: AbortSignal, stopping: Promise<void>): Promise<boolean> {
+    const custom = this.opts.kubeConfig.makeApiClient(CustomObjectsApi);
+    let attempts = 0;
+    let told = false;
+    while (!signal.aborted) {
+      let missing: string[] = KIND_NAMES.map((k) => KINDS[k].plural);
+      try {
+        const served = new Set((await custom.getAPIResources({ group: GROUP, version: VERSION })).resources.map((r) => r.name));
+        missing = missing.filter((p) => !served.has(p));
+      } catch (err) {
+        // 404: the group is not served at all yet. Anything else is worth a line.
+        if (statusOf(err) !== 404) this.log.warn({ err: describe(err) }, 'could not read the tollgate.dev API group; retrying with backoff');
+      }
+      if (!missing.length) {
+        if (told) this.log.info('the tollgate.dev CRDs are installed: starting');
+        return true;
+      }
+      if (!told) {
+        this.log.info({ missing: missing.map((p) => `${p}.${GROUP}`) }, `waiting for the ${GROUP} CRDs (kubectl apply -f crds/)`);
+        told = true;
+      }
+      attempts++;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([stopping, new Promise((r) => (timer = setTimeout(r, backoff(attempts, 1000, 16_000))))]);
+      clearTimeout(timer);
+    }
+    return false;
+  }
+
+  /** The pods' egress policies, once its caches are filled. */
+  private async runEgress(egress: EgressController, signal: AbortSignal, stopping: Promise<void>): Promise<void> {
+    while (!signal.aborted && !egress.hasSynced()) await Promise.race([stopping, new Promise((r) => setTimeout(r, 50))]);
+    if (signal.aborted) return;
+    this.log.info('egress: pods and policies synced');
+    egress.resync(); // policies whose pod went while no controller watched
+    await egress.run();
+  }
+
+  /** The Agents' status from Tollgate (AgentStatusPoller), every statusPollMs, until leadership ends. */
+  private async pollStatus(informers: Informers, signal: AbortSignal, stopping: Promise<void>): Promise<void> {
+    const poller = new AgentStatusPoller({
+      api: this.opts.api,
+      agents: informers.Agent,
+      manages: (ns) => this.scope.known(ns),
+      writer: this.writer,
+      log: this.log,
+      deniedIntervalMs: this.opts.deniedIntervalMs ?? 300_000,
+    });
+    while (!signal.aborted) {
+      try {
+        await poller.poll();
+      } catch (err) {
+        this.log.warn({ err: describe(err) }, 'agent status poll failed; polling again at the next period');
+      }
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([stopping, new Promise((r) => (timer = setTimeout(r, this.opts.statusPollMs ?? 60_000)))]);
+      clearTimeout(timer);
     }
   }
 
@@ -193,7 +305,11 @@ export class Controller {
     const informer = <K extends Kind>(kind: K, ...waiting: EventHandler<KindObject<K>>[]) =>
       new Informer<KindObject<K>>(this.opts.kubeConfig, KINDS[kind], {
         handlers: [{ queue: queues[kind], predicate: specChanged }, ...waiting],
-        onError: (err) => this.log.warn({ kind, err: describe(err) }, 'watch failed; resuming with backoff'),
+        onError: (err) =>
+          // 404: the CRD is not served (yet, just after discovery lists it, or any more): debug, not a warning per retry.
+          statusOf(err) === 404
+            ? this.log.debug({ kind }, `${KINDS[kind].plural}.${GROUP} not served; retrying with backoff`)
+            : this.log.warn({ kind, err: describe(err) }, 'watch failed; resuming with backoff'),
       });
     const sameNamespace = (a: TollgateObject, b: TollgateObject) => a.metadata?.namespace === b.metadata?.namespace;
     const informers: Informers = {
@@ -305,6 +421,12 @@ export class Controller {
       );
     }
     await this.report(ref, current, outcome);
+    for (const e of outcome.events ?? []) {
+      this.log.info({ kind, key, reason: e.reason }, e.message);
+      await this.writer.event(current, e.type, e.reason, e.message).catch((err: unknown) =>
+        this.log.warn({ kind, key, err: describe(err) }, 'event write failed'),
+      );
+    }
     this.reconciles++;
     return { requeueAfterMs: outcome.requeueAfterMs };
   }
@@ -328,8 +450,8 @@ export class Controller {
   private async report(ref: ResourceRef, obj: TollgateObject, outcome: Outcome): Promise<void> {
     const generation = obj.metadata!.generation!;
     const observed = outcome.ready || outcome.settled;
+    // A merge patch of the fields reconciles own: the status poller's (riskBand...) are left as they are.
     const status: Status = {
-      ...obj.status,
       ...outcome.status,
       observedGeneration: observed ? generation : obj.status?.observedGeneration,
       registryId: outcome.registryId ?? obj.status?.registryId,

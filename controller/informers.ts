@@ -1,4 +1,4 @@
-import { CoreV1Api, CustomObjectsApi, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, NetworkingV1Api, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { systemClock, type Clock, type Timers } from '../lib/clock.js';
 import { backoff, objectKey, statusOf, type ResourceRef } from './kube.js';
 
@@ -218,9 +218,19 @@ function isTimeout(err: unknown): boolean {
   return name === 'AbortError' || name === 'TimeoutError';
 }
 
-/** The list call of a resource: the custom objects API for a group's kinds, the core API for Secrets. */
+/**
+ * The list call of a resource: the custom objects API for the tollgate.dev kinds, the typed clients for
+ * the built-in resources the controller watches (Secrets, Pods, NetworkPolicies).
+ */
 function lister<T>(kc: KubeConfig, resource: ResourceRef): (labelSelector?: string) => Promise<ObjectList<T>> {
   const { group, version, plural, namespace } = resource;
+  if (group === 'networking.k8s.io' && version === 'v1' && plural === 'networkpolicies') {
+    const net = kc.makeApiClient(NetworkingV1Api);
+    return async (labelSelector) =>
+      (namespace
+        ? await net.listNamespacedNetworkPolicy({ namespace, labelSelector })
+        : await net.listNetworkPolicyForAllNamespaces({ labelSelector })) as ObjectList<T>;
+  }
   if (group) {
     const api = kc.makeApiClient(CustomObjectsApi);
     return async (labelSelector) =>
@@ -228,12 +238,18 @@ function lister<T>(kc: KubeConfig, resource: ResourceRef): (labelSelector?: stri
         ? await api.listNamespacedCustomObject({ group, version, plural, namespace, labelSelector })
         : await api.listClusterCustomObject({ group, version, plural, labelSelector })) as ObjectList<T>;
   }
+  const core = kc.makeApiClient(CoreV1Api);
   if (version === 'v1' && plural === 'secrets') {
-    const core = kc.makeApiClient(CoreV1Api);
     return async (labelSelector) =>
       (namespace
         ? await core.listNamespacedSecret({ namespace, labelSelector })
         : await core.listSecretForAllNamespaces({ labelSelector })) as ObjectList<T>;
   }
-  throw new Error(`no informer for core/${version} ${plural}: only Secrets`);
+  if (version === 'v1' && plural === 'pods') {
+    return async (labelSelector) =>
+      (namespace
+        ? await core.listNamespacedPod({ namespace, labelSelector })
+        : await core.listPodForAllNamespaces({ labelSelector })) as ObjectList<T>;
+  }
+  throw new Error(`no informer for core/${version} ${plural}: only Secrets and Pods`);
 }

@@ -92,6 +92,9 @@ const condition = z.object({
   observed_generation: z.number().int().min(0).optional(),
 });
 
+/** Why Tollgate refuses every call of an agent: its status, or its gateway access turned off. */
+export const CONTAINMENT = ['suspended', 'revoked', 'gateway_access_off'] as const;
+
 const baseStatus = z.object({
   observed_generation: z.number().int().min(0).optional(),
   registry_id: z.string().max(64).optional(),
@@ -130,6 +133,8 @@ export const KINDS = {
     columns: [
       { name: 'Environment', type: 'string', jsonPath: '.spec.environment', description: 'The environment the agent runs in' },
       { name: 'Criticality', type: 'string', jsonPath: '.spec.criticality', description: 'How critical the agent is' },
+      { name: 'Risk', type: 'string', jsonPath: '.status.riskBand', description: "The agent's risk band in Tollgate", priority: 1 },
+      { name: 'Last Decision', type: 'date', jsonPath: '.status.lastDecisionAt', description: 'When Tollgate last decided on a call of the agent', priority: 1 },
     ],
     spec: agentSpec,
     status: baseStatus.extend({
@@ -139,6 +144,21 @@ export const KINDS = {
         .optional()
         .describe("The Secret of this namespace holding the agent's workload identity (client-id, client-secret), which the injected sidecar mounts"),
       identity_id: z.string().max(36).optional().describe('The registry id of that workload identity'),
+      // Strings, not enums: test/unit/crds.test.ts holds every CRD enum to be one of the API's request schemas.
+      risk_band: z
+        .string()
+        .max(16)
+        .optional()
+        .describe("The agent's risk band in Tollgate (low, medium, high, critical), once scored; read every status poll"),
+      last_decision_at: z.iso
+        .datetime({ offset: true })
+        .optional()
+        .describe('When Tollgate last decided on a call of the agent (allow, deny or approval), once it has; read every status poll'),
+      containment: z
+        .string()
+        .max(32)
+        .optional()
+        .describe('Why Tollgate refuses every call of the agent, when it does: suspended, revoked, or gateway_access_off; absent otherwise'),
     }),
   }),
   Tool: tollgate({

@@ -4,7 +4,9 @@ import path from 'node:path';
 import { pino } from 'pino';
 import type { ClientCredentials as Credentials } from '../client/tokens.js';
 import { Controller } from './controller.js';
+import { parseDnsPeers, type EgressSettings } from './egress.js';
 import { loadKubeConfig } from './kube.js';
+import { ControllerMetrics, startMetricsServer } from './metrics.js';
 import { TollgateApi } from './tollgate-api.js';
 import type { InjectionSettings } from './webhook/inject.js';
 import { startWebhook } from './webhook/server.js';
@@ -27,6 +29,12 @@ export interface ControllerConfig {
   identity: string;
   /** The sidecar-injection webhook; absent when TOLLGATE_WEBHOOK_CERT_DIR is not set. */
   webhook?: { certDir: string; port: number; settings: InjectionSettings };
+  /** A NetworkPolicy per injected pod; absent when TOLLGATE_EGRESS_POLICY=false. */
+  egress?: EgressSettings;
+  statusPollMs: number;
+  deniedIntervalMs: number;
+  /** GET /metrics on this port (0: any free one); absent when TOLLGATE_METRICS_PORT=off. */
+  metricsPort?: number;
 }
 
 function positive(env: NodeJS.ProcessEnv, name: string, fallback: number, max: number): number {
@@ -74,6 +82,25 @@ export function controllerConfig(env: NodeJS.ProcessEnv): ControllerConfig {
     (existsSync(IN_CLUSTER_NAMESPACE) ? readFileSync(IN_CLUSTER_NAMESPACE, 'utf8').trim() : 'default');
   const claim = env.TOLLGATE_CLAIM_UNANNOTATED ?? 'true';
   if (claim !== 'true' && claim !== 'false') throw new ControllerConfigError('TOLLGATE_CLAIM_UNANNOTATED must be true or false');
+  const sidecarApiUrl = env.TOLLGATE_SIDECAR_API_URL ?? apiUrl;
+  const egressOn = env.TOLLGATE_EGRESS_POLICY ?? 'true';
+  if (egressOn !== 'true' && egressOn !== 'false') throw new ControllerConfigError('TOLLGATE_EGRESS_POLICY must be true or false');
+  let egress: EgressSettings | undefined;
+  if (egressOn === 'true') {
+    try {
+      egress = { apiUrl: sidecarApiUrl, dns: parseDnsPeers(env.TOLLGATE_EGRESS_DNS ?? 'kube-system/k8s-app=kube-dns') };
+    } catch (err) {
+      throw new ControllerConfigError(`TOLLGATE_EGRESS_DNS ${(err as Error).message}`);
+    }
+  }
+  const metrics = env.TOLLGATE_METRICS_PORT ?? '9090';
+  let metricsPort: number | undefined;
+  if (metrics !== 'off') {
+    metricsPort = Number(metrics);
+    if (metrics === '' || !Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65_535) {
+      throw new ControllerConfigError('TOLLGATE_METRICS_PORT must be a port (0 for any free one) or off');
+    }
+  }
   let webhook: ControllerConfig['webhook'];
   if (env.TOLLGATE_WEBHOOK_CERT_DIR) {
     const image = env.TOLLGATE_SIDECAR_IMAGE;
@@ -81,11 +108,15 @@ export function controllerConfig(env: NodeJS.ProcessEnv): ControllerConfig {
     webhook = {
       certDir: env.TOLLGATE_WEBHOOK_CERT_DIR,
       port: positive(env, 'TOLLGATE_WEBHOOK_PORT', 9443, 65_535),
-      settings: { image, apiUrl: env.TOLLGATE_SIDECAR_API_URL ?? apiUrl },
+      settings: { image, apiUrl: sidecarApiUrl },
     };
   }
   return {
     webhook,
+    egress,
+    statusPollMs: positive(env, 'TOLLGATE_STATUS_POLL_SECONDS', 60, 3600) * 1000,
+    deniedIntervalMs: positive(env, 'TOLLGATE_DENIED_EVENT_SECONDS', 300, 86_400) * 1000,
+    metricsPort,
     apiUrl,
     credentials,
     leaseNamespace,
@@ -105,6 +136,8 @@ export async function startController(config: ControllerConfig): Promise<{ contr
   // Which organisation the credential stands for; fails fast on a wrong secret or an unreachable API.
   const tenant = await api.get<{ slug: string }>('/tenants/current');
   const lease = config.leaseSeconds * 1000;
+  // Its own registry, here rather than a global: what one process serves is this controller's alone.
+  const metrics = new ControllerMetrics();
   const controller = new Controller({
     kubeConfig: loadKubeConfig(),
     api,
@@ -120,8 +153,24 @@ export async function startController(config: ControllerConfig): Promise<{ contr
       renewPeriodMs: Math.round(lease / 3),
       retryPeriodMs: Math.max(200, Math.round(lease / 7)),
     },
+    egress: config.egress,
+    statusPollMs: config.statusPollMs,
+    deniedIntervalMs: config.deniedIntervalMs,
+    metrics,
     log,
   });
+  if (!config.egress) log.info('egress policies: off (TOLLGATE_EGRESS_POLICY=false)');
+  let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
+  if (config.metricsPort === undefined) log.info('metrics: off (TOLLGATE_METRICS_PORT=off)');
+  else {
+    try {
+      metricsServer = await startMetricsServer(metrics.registry, config.metricsPort);
+      log.info({ port: metricsServer.port, path: '/metrics' }, 'metrics: serving');
+    } catch (err) {
+      // Reconciling matters more than being scraped: a taken port (two controllers on one host) is said, not fatal.
+      log.error({ port: config.metricsPort, err: (err as Error).message }, 'metrics: cannot listen; serving none (set TOLLGATE_METRICS_PORT)');
+    }
+  }
   const webhook = config.webhook
     ? await startWebhook({ kubeConfig: loadKubeConfig(), log, ...config.webhook })
     : (log.info('webhook: off (no TOLLGATE_WEBHOOK_CERT_DIR)'), undefined);
@@ -131,6 +180,7 @@ export async function startController(config: ControllerConfig): Promise<{ contr
     async stop() {
       await webhook?.close();
       await controller.stop();
+      await metricsServer?.close();
     },
   };
 }

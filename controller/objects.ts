@@ -1,8 +1,18 @@
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type KubernetesObject, type V1Secret } from '@kubernetes/client-node';
 import type { Condition, Status, TollgateObject } from './kinds.js';
 import { statusOf, type ResourceRef } from './kube.js';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** The controller's name on its Events (events.k8s.io/v1 reportingController, core/v1 reportingComponent). */
+export const REPORTING_CONTROLLER = 'tollgate.dev/controller';
+
+/** Several occurrences of one thing folded into one Event (core/v1 count, first and last timestamps). */
+export interface Occurrences {
+  count: number;
+  first: Date;
+  last: Date;
+}
 
 /** The writes the reconcilers make to the API server: status, finalizers, events. */
 export class ObjectWriter {
@@ -12,6 +22,8 @@ export class ObjectWriter {
   constructor(
     kc: KubeConfig,
     private readonly component = 'tollgate-controller',
+    /** This replica (the leader-election identity): events.k8s.io/v1 reportingInstance. */
+    private readonly instance = component,
   ) {
     this.custom = kc.makeApiClient(CustomObjectsApi);
     this.core = kc.makeApiClient(CoreV1Api);
@@ -45,11 +57,26 @@ export class ObjectWriter {
     )) as TollgateObject;
   }
 
-  /** A core/v1 Event on the object (kubectl describe shows it). Best effort: a failure is only logged by the caller. */
-  async event(obj: TollgateObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+  /** Merges `fields` into the status (a null removes a field); the other fields stay as they are. */
+  async patchStatus(ref: ResourceRef, obj: TollgateObject, fields: Record<string, unknown>): Promise<void> {
+    const { namespace, name } = obj.metadata as { namespace: string; name: string };
+    await this.custom.patchNamespacedCustomObjectStatus(
+      { group: ref.group, version: ref.version, plural: ref.plural, namespace, name, body: { status: fields } },
+      mergePatch,
+    );
+  }
+
+  /**
+   * A core/v1 Event on the object (kubectl describe shows it), reported by tollgate.dev/controller;
+   * `occurrences` folds several into one (count, first and last time), as the API server's own
+   * aggregation does. Best effort: a failure is only logged by the caller.
+   */
+  async event(obj: KubernetesObject, type: 'Normal' | 'Warning', reason: string, message: string, occurrences?: Occurrences): Promise<void> {
     const { namespace, name, uid, resourceVersion } = obj.metadata as { namespace: string; name: string; uid: string; resourceVersion: string };
     const involved = { apiVersion: obj.apiVersion, kind: obj.kind, name, namespace, uid, resourceVersion };
     const now = new Date();
+    const first = occurrences?.first ?? now;
+    const last = occurrences?.last ?? now;
     await this.core.createNamespacedEvent({
       namespace,
       body: {
@@ -59,10 +86,11 @@ export class ObjectWriter {
         message: message.slice(0, 1024),
         type,
         source: { component: this.component },
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
-        reportingComponent: this.component,
+        firstTimestamp: first,
+        lastTimestamp: last,
+        count: occurrences?.count ?? 1,
+        reportingComponent: REPORTING_CONTROLLER,
+        reportingInstance: this.instance.slice(0, 128),
       },
     });
   }

@@ -1,6 +1,16 @@
 import { systemClock, type Clock, type Timers } from '../lib/clock.js';
 import { backoff } from './kube.js';
 
+/** What a WorkQueue reports as it goes (client-go's workqueue MetricsProvider); controller/metrics.ts makes one. */
+export interface QueueMetrics {
+  added(): void;
+  /** A key handed to a worker after waiting this long in the queue. */
+  queued(seconds: number): void;
+  /** A key done after being worked on this long. */
+  worked(seconds: number): void;
+  retried(): void;
+}
+
 /** What a reconcile asks of the queue: nothing (done), or to look again after a delay. */
 export interface ReconcileResult {
   requeueAfterMs?: number;
@@ -15,6 +25,8 @@ export interface WorkQueueOptions {
   clock?: Clock & Timers;
   /** Called when a reconcile throws (the key is then retried with backoff). */
   onError?: (key: string, err: unknown) => void;
+  /** Told of adds, waits, work and retries (the workqueue_* metrics). */
+  metrics?: QueueMetrics;
 }
 
 /**
@@ -38,16 +50,22 @@ export class WorkQueue {
   private readonly maxDelayMs: number;
   private readonly clock: Clock & Timers;
   private readonly onError: (key: string, err: unknown) => void;
+  private readonly metrics?: QueueMetrics;
+  /** When each queued key was queued, and each key in flight taken (the clock's milliseconds). */
+  private readonly queuedAt = new Map<string, number>();
+  private readonly startedAt = new Map<string, number>();
 
   constructor(opts: WorkQueueOptions = {}) {
     this.baseDelayMs = opts.baseDelayMs ?? 100;
     this.maxDelayMs = opts.maxDelayMs ?? 5 * 60_000;
     this.clock = opts.clock ?? systemClock;
     this.onError = opts.onError ?? (() => {});
+    this.metrics = opts.metrics;
   }
 
   add(key: string): void {
     if (this.shuttingDown || this.dirty.has(key)) return;
+    this.metrics?.added();
     this.dirty.add(key);
     if (this.processing.has(key)) return; // done() queues it again
     this.push(key);
@@ -74,6 +92,7 @@ export class WorkQueue {
   addRateLimited(key: string): void {
     const n = (this.failures.get(key) ?? 0) + 1;
     this.failures.set(key, n);
+    this.metrics?.retried();
     this.addAfter(key, backoff(n, this.baseDelayMs, this.maxDelayMs));
   }
 
@@ -100,6 +119,9 @@ export class WorkQueue {
   }
 
   done(key: string): void {
+    const started = this.startedAt.get(key);
+    if (started !== undefined) this.metrics?.worked((this.now() - started) / 1000);
+    this.startedAt.delete(key);
     this.processing.delete(key);
     if (this.dirty.has(key) && !this.shuttingDown) this.push(key);
     if (this.processing.size === 0) for (const f of this.idle.splice(0)) f();
@@ -114,10 +136,17 @@ export class WorkQueue {
     for (const { handle } of this.delayed.values()) this.clock.clearTimeout(handle);
     this.delayed.clear();
     this.queue.length = 0;
+    this.queuedAt.clear();
     this.dirty.clear();
     for (const w of this.waiters.splice(0)) w(undefined);
     if (this.processing.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  /** How long each key in flight has been worked on, in seconds (the unfinished-work metrics). */
+  inFlightSeconds(): number[] {
+    const now = this.now();
+    return [...this.startedAt.values()].map((t) => (now - t) / 1000);
   }
 
   get isShuttingDown(): boolean {
@@ -147,13 +176,23 @@ export class WorkQueue {
     await Promise.all(Array.from({ length: workers }, worker));
   }
 
+  private now(): number {
+    return this.clock.now().getTime();
+  }
+
   private push(key: string): void {
+    this.queuedAt.set(key, this.now());
     const waiter = this.waiters.shift();
     if (waiter) waiter(this.take(key));
     else this.queue.push(key);
   }
 
   private take(key: string): string {
+    const now = this.now();
+    const queued = this.queuedAt.get(key);
+    if (queued !== undefined) this.metrics?.queued((now - queued) / 1000);
+    this.queuedAt.delete(key);
+    this.startedAt.set(key, now);
     this.processing.add(key);
     this.dirty.delete(key);
     return key;

@@ -2,8 +2,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pino } from 'pino';
 import { GatewayClient } from '../client/index.js';
-import { McpProxy, type Upstream } from './mcp-proxy.js';
+import { CircuitBreaker } from './breaker.js';
+import { McpProxy, type ToolsListMode, type Upstream } from './mcp-proxy.js';
+import { SidecarMetrics, startMetricsServer } from './metrics.js';
 import { startSidecarServer } from './server.js';
+import { PermissionsCache, Tollgate } from './tollgate.js';
 
 export class SidecarConfigError extends Error {}
 
@@ -13,10 +16,28 @@ export interface SidecarConfig {
   port: number;
   upstreams: Upstream[];
   approvalWaitSeconds: number;
+  /** One decision as a whole (token exchange, request, retry); the approval wait is apart. */
+  decisionTimeoutMs: number;
+  /** Consecutive failures of Tollgate that open the circuit breaker. */
+  breakerFailures: number;
+  /** How long the agent's effective permissions are kept for `tools/list` (0: read every time). */
+  toolsCacheSeconds: number;
+  toolsList: ToolsListMode;
+  /** The metrics listener's port (0: any free one); null: no metrics listener. */
+  metricsPort: number | null;
   logLevel: string;
 }
 
 const NAME = /^[A-Za-z0-9._-]{1,100}$/;
+/** While the breaker is open, the API's readiness is read this often. */
+const PROBE_INTERVAL_MS = 1000;
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  const v = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isInteger(v) || v < min || v > max) throw new SidecarConfigError(`${name} must be a whole number from ${min} to ${max}`);
+  return v;
+}
 
 /** The sidecar's settings, from the environment the injection webhook sets (docs/sidecar.md). */
 export function sidecarConfig(env: NodeJS.ProcessEnv): SidecarConfig {
@@ -44,24 +65,81 @@ export function sidecarConfig(env: NodeJS.ProcessEnv): SidecarConfig {
       new Set(upstreams.map((u) => u.name)).size === upstreams.length;
     if (!ok) throw new SidecarConfigError('TOLLGATE_MCP_UPSTREAMS: each upstream needs a unique name, an http(s) url and a toolPrefix');
   }
-  return { apiUrl, identityDir, port, upstreams, approvalWaitSeconds: wait, logLevel: env.LOG_LEVEL ?? 'info' };
+  const toolsList = env.TOLLGATE_TOOLS_LIST ?? 'filtered';
+  if (toolsList !== 'filtered' && toolsList !== 'passthrough') throw new SidecarConfigError('TOLLGATE_TOOLS_LIST must be filtered or passthrough');
+  const metrics = env.TOLLGATE_SIDECAR_METRICS_PORT ?? '15090';
+  const metricsPort = metrics === 'off' ? null : Number(metrics);
+  if (metricsPort !== null && (metrics === '' || !Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65_535)) {
+    throw new SidecarConfigError('TOLLGATE_SIDECAR_METRICS_PORT must be a port number, 0 (any free port) or off');
+  }
+  return {
+    apiUrl,
+    identityDir,
+    port,
+    upstreams,
+    approvalWaitSeconds: wait,
+    decisionTimeoutMs: integer(env, 'TOLLGATE_DECISION_TIMEOUT_MS', 2000, 100, 60_000),
+    breakerFailures: integer(env, 'TOLLGATE_BREAKER_FAILURES', 5, 1, 1000),
+    toolsCacheSeconds: integer(env, 'TOLLGATE_TOOLS_CACHE_SECONDS', 10, 0, 3600),
+    toolsList,
+    metricsPort,
+    logLevel: env.LOG_LEVEL ?? 'info',
+  };
 }
 
 /** Starts the sidecar; the credentials are read from the mounted files at every token exchange. */
 export async function startSidecar(config: SidecarConfig) {
   const log = pino({ level: config.logLevel, base: { component: 'sidecar' } });
   const read = (f: string) => readFileSync(path.join(config.identityDir, f), 'utf8').trim();
+  const timeoutSeconds = config.decisionTimeoutMs / 1000;
   const gateway = new GatewayClient({
     baseUrl: config.apiUrl,
     credentials: () => ({ clientId: read('client-id'), clientSecret: read('client-secret') }),
+    // No single request, and no decision as a whole, outlasts the decision timeout.
+    timeoutSeconds,
+    connectTimeoutSeconds: Math.min(5, timeoutSeconds),
+    decisionTimeoutSeconds: timeoutSeconds,
   });
-  const proxy = new McpProxy(config.upstreams, gateway, log, config.approvalWaitSeconds);
-  const server = await startSidecarServer({ gateway, proxy, port: config.port, log });
-  log.info({ port: server.port, upstreams: config.upstreams.map((u) => u.name) }, 'sidecar listening on loopback');
+  const metrics = new SidecarMetrics();
+  const breaker = new CircuitBreaker({
+    threshold: config.breakerFailures,
+    // A ready API answers its readiness check in milliseconds: a second is ample, and quick to conclude.
+    probe: () => gateway.ready(Math.min(1, timeoutSeconds)),
+    probeIntervalMs: PROBE_INTERVAL_MS,
+    log,
+    onTransition: (to) => metrics.breaker(to),
+  });
+  const tollgate = new Tollgate(gateway, breaker);
+  const permissions = new PermissionsCache(tollgate, config.toolsCacheSeconds * 1000);
+  const proxy = new McpProxy(config.upstreams, {
+    tollgate,
+    permissions,
+    metrics,
+    log,
+    approvalWaitSeconds: config.approvalWaitSeconds,
+    toolsList: config.toolsList,
+  });
+  await proxy.start();
+  const server = await startSidecarServer({ tollgate, permissions, proxy, metrics, port: config.port, log });
+  const metricsServer = config.metricsPort === null ? null : await startMetricsServer(metrics, config.metricsPort);
+  log.info(
+    {
+      port: server.port,
+      metrics_port: metricsServer?.port ?? null,
+      upstreams: config.upstreams.map((u) => u.name),
+      decision_timeout_ms: config.decisionTimeoutMs,
+      breaker_failures: config.breakerFailures,
+      tools_list: config.toolsList,
+    },
+    'sidecar listening on loopback',
+  );
   return {
     port: server.port,
+    metricsPort: metricsServer?.port ?? null,
     async stop() {
+      breaker.stop();
       await server.close();
+      await metricsServer?.close();
       await proxy.close();
       await gateway.close();
     },

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import {
   ActionDeniedError,
@@ -8,15 +9,21 @@ import {
   GatewayApiError,
   type ActionRequest,
   type ActionResult,
-  type GatewayClient,
 } from '../client/index.js';
-import { McpProxy } from './mcp-proxy.js';
+import { BreakerOpenError } from './breaker.js';
+import { failureText, type McpProxy } from './mcp-proxy.js';
+import type { CallKind, CallOutcome, SidecarMetrics } from './metrics.js';
+import { containmentOf, isOutage, type PermissionsCache, type Tollgate } from './tollgate.js';
 
 const MAX_BODY = 1024 * 1024;
+/** The client's rule 3, checked here so that a bad header is the caller's 400, not an outage. */
+const CORRELATION_ID = /^[A-Za-z0-9._-]{8,100}$/;
 
 export interface SidecarServerOptions {
-  gateway: GatewayClient;
+  tollgate: Tollgate;
+  permissions: PermissionsCache;
   proxy: McpProxy;
+  metrics: SidecarMetrics;
   port: number;
   log: Logger;
 }
@@ -58,67 +65,121 @@ function actionOf(body: unknown): ActionRequest {
   return a as unknown as ActionRequest;
 }
 
+const OUTCOME_OF_DECISION: Record<ActionResult['decision'], CallOutcome> = { allow: 'allow', deny: 'deny', require_approval: 'approval_required' };
+
 /**
  * The sidecar's HTTP server, on the pod's loopback only:
  * - `POST /v1/actions`: one submission (the gateway client's `submit`); the answer is the result for any
- *   decision. `Idempotency-Key` and `X-Correlation-ID` pass through when given.
- * - `POST /v1/actions/authorise?wait=<seconds>`: authorise-and-execute; a deny is 403 `action_denied`, an
- *   approval not granted 409 `approval_not_granted`, no approval in time 408 `approval_timeout`.
+ *   decision, except that a contained agent is 403 `agent_contained`. `Idempotency-Key` and
+ *   `X-Correlation-ID` pass through when given.
+ * - `POST /v1/actions/authorise?wait=<seconds>`: authorise-and-execute; a deny is 403 `action_denied`, a
+ *   contained agent 403 `agent_contained`, an approval not granted 409 `approval_not_granted`, no approval
+ *   in time 408 `approval_timeout`.
  * - `/mcp/<upstream>`: the MCP proxy.
  * - `GET /healthz`.
- * Fails closed: when the central API cannot be reached, the answer is 503 `gateway_unavailable` and
- * nothing runs. Requests whose Host is not the loopback address are refused (DNS rebinding).
+ * Fails closed: when Tollgate cannot decide (unreachable, timed out, failing, or the circuit breaker open),
+ * the answer is 503 `gateway_unavailable` and nothing runs. Requests whose Host is not the loopback
+ * address are refused (DNS rebinding). docs/sidecar.md has the table of answers.
  */
 export async function startSidecarServer(opts: SidecarServerOptions): Promise<{ server: Server; port: number; close(): Promise<void> }> {
-  const { gateway, proxy, log } = opts;
+  const { tollgate, permissions, proxy, metrics, log } = opts;
   let allowedHosts = new Set<string>();
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const send = (status: number, body: unknown) => {
+    const arrived = performance.now();
+    const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       if (res.headersSent) return;
-      res.writeHead(status, { 'content-type': 'application/json' });
+      res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify(body));
     };
     if (!allowedHosts.has(req.headers.host ?? '')) return send(421, envelope('misdirected_request', 'call the sidecar as 127.0.0.1 or localhost'));
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    let kind: CallKind | undefined;
+    const answer = (outcome: CallOutcome, status: number, body: unknown, headers?: Record<string, string>) => {
+      if (kind) metrics.call(kind, outcome, (performance.now() - arrived) / 1000);
+      send(status, body, headers);
+    };
     try {
       if (req.method === 'GET' && url.pathname === '/healthz') return send(200, { status: 'ok' });
       const mcp = /^\/mcp\/([A-Za-z0-9._-]+)\/?$/.exec(url.pathname);
       if (mcp) {
         if (!proxy.has(mcp[1]!)) return send(404, envelope('not_found', `no MCP upstream named ${mcp[1]}`));
         const body = req.method === 'POST' ? await readJson(req) : undefined;
-        return await proxy.handle(mcp[1]!, req, res, body);
+        return await proxy.handle(mcp[1]!, req, res, body, arrived);
       }
       if (req.method !== 'POST' || (url.pathname !== '/v1/actions' && url.pathname !== '/v1/actions/authorise')) {
         return send(404, envelope('not_found', 'No such operation.'));
       }
+      kind = url.pathname === '/v1/actions' ? 'action' : 'authorise';
       const action = actionOf(await readJson(req));
       const key = req.headers['idempotency-key'];
       const correlation = req.headers['x-correlation-id'];
+      if (correlation !== undefined && !(typeof correlation === 'string' && CORRELATION_ID.test(correlation.startsWith('sdk-') ? correlation : `sdk-${correlation}`))) {
+        throw new BadRequest('X-Correlation-ID must be 8-100 characters of A-Z a-z 0-9 . _ - with the sdk- prefix the sidecar adds');
+      }
       const common = {
         ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
         ...(typeof correlation === 'string' ? { correlationId: correlation } : {}),
       };
-      if (url.pathname === '/v1/actions') return send(200, view(await gateway.submit(action, common)));
+      if (kind === 'action') {
+        const result = await tollgate.run((g) => g.submit(action, common));
+        const contained = containmentOf(result);
+        if (contained) return refuseContained(contained, result);
+        if (result.decision === 'deny') permissions.invalidate();
+        return answer(OUTCOME_OF_DECISION[result.decision], 200, view(result));
+      }
       const wait = url.searchParams.get('wait');
       const waitSeconds = wait === null ? undefined : Number(wait);
       if (waitSeconds !== undefined && (!Number.isFinite(waitSeconds) || waitSeconds < 0 || waitSeconds > 900)) {
         throw new BadRequest('wait must be a number of seconds from 0 to 900');
       }
-      return send(200, view(await gateway.authoriseAndExecute(action, { ...common, waitSeconds })));
+      const result = await tollgate.run((g) => g.authoriseAndExecute(action, { ...common, waitSeconds }));
+      return answer(OUTCOME_OF_DECISION[result.decision], 200, view(result));
     } catch (err) {
-      if (err instanceof BadRequest) return send(400, envelope('validation_failed', err.message));
-      if (err instanceof ActionDeniedError) return send(403, envelope('action_denied', err.message, view(err.result)));
-      if (err instanceof ApprovalNotGrantedError) return send(409, envelope('approval_not_granted', err.message, view(err.result)));
-      if (err instanceof ApprovalTimeoutError) return send(408, envelope('approval_timeout', err.message, view(err.result)));
-      if (err instanceof AuthenticationError) return send(401, envelope(err.code, err.message));
-      if (err instanceof GatewayApiError) {
-        // The API's own answer (a 4xx about the request, or a 5xx), passed on with its code.
-        return send(err.status, { error: { code: err.code, message: err.message, correlation_id: err.correlationId, details: err.details } });
+      if (err instanceof BadRequest) return answer('bad_request', 400, envelope('validation_failed', err.message));
+      const contained = err instanceof ActionDeniedError ? containmentOf(err.result) : containmentOf(err);
+      if (contained) return refuseContained(contained, err instanceof ActionDeniedError ? err.result : null, err);
+      if (err instanceof ActionDeniedError) {
+        permissions.invalidate();
+        return answer('deny', 403, envelope('action_denied', err.message, view(err.result)));
       }
-      // The API could not be reached or timed out: fail closed.
-      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'sidecar: Tollgate unavailable');
-      return send(503, envelope('gateway_unavailable', 'Tollgate cannot be reached; nothing was run. Retrying with the same Idempotency-Key is safe.'));
+      if (err instanceof ApprovalNotGrantedError) return answer('approval_required', 409, envelope('approval_not_granted', err.message, view(err.result)));
+      if (err instanceof ApprovalTimeoutError) return answer('approval_required', 408, envelope('approval_timeout', err.message, view(err.result)));
+      if (err instanceof AuthenticationError) {
+        log.warn({ code: err.code }, 'sidecar: the workload identity cannot authenticate');
+        return answer('deny', 401, envelope(err.code, err.message, err.details));
+      }
+      if (err instanceof GatewayApiError && !isOutage(err)) {
+        // The API's own answer about the request (a 4xx), passed on with its code.
+        return answer('bad_request', err.status, { error: { code: err.code, message: err.message, correlation_id: err.correlationId, details: err.details } });
+      }
+      // Tollgate could not be reached, timed out, failed, or the breaker is open: fail closed.
+      if (err instanceof BreakerOpenError) log.debug('sidecar: circuit open, refused at once');
+      else log.warn({ err: failureText(err) }, 'sidecar: Tollgate unavailable');
+      return answer(
+        'unavailable',
+        503,
+        envelope('gateway_unavailable', 'Tollgate cannot decide now; nothing was run. Retrying with the same Idempotency-Key is safe.', {
+          circuit: err instanceof BreakerOpenError ? err.state : 'closed',
+        }),
+        { 'retry-after': '1' },
+      );
+    }
+
+    /** A contained agent: 403 `agent_contained` with the reason codes, logged as a refusal. */
+    function refuseContained(codes: string[], result: ActionResult | null, err?: unknown) {
+      permissions.invalidate();
+      log.info({ reason_codes: codes, action_id: result?.action_id ?? null }, 'sidecar: refused, the agent is contained');
+      const message = `The agent is contained (${codes.join(', ')}); nothing was run.`;
+      return answer(
+        'contained',
+        403,
+        envelope('agent_contained', message, {
+          reason_codes: codes,
+          ...(result ? { result: view(result) } : {}),
+          ...(err instanceof GatewayApiError ? { error_code: err.code } : {}),
+        }),
+      );
     }
   };
 
@@ -134,6 +195,10 @@ export async function startSidecarServer(opts: SidecarServerOptions): Promise<{ 
   return {
     server,
     port,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { CompiledQuery, Kysely, Migrator, PostgresDialect, sql, type Migration, type Transaction } from 'kysely';
@@ -73,6 +73,9 @@ export async function migrate(db: Kysely<unknown>, runtimeRole: string): Promise
 /** Databases reached through node-postgres, which runs several parameterless statements in one message. */
 const multiStatement = new WeakSet<Kysely<DB>>();
 
+/** The pg Pool behind each database on PostgreSQL: its connection gauges are read on each /metrics scrape. */
+const pools = new WeakMap<Kysely<DB>, pg.Pool>();
+
 /**
  * How long a request waits for a connection (a new one, or a free one of a full pool) before it fails:
  * with the database unreachable without a refusal (a partition, a stalled server), requests answer
@@ -91,22 +94,77 @@ function postgres(url: string, max: number): Kysely<DB> {
   pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   multiStatement.add(db);
+  pools.set(db, pool);
   return db;
+}
+
+/** The pg Pool of a database opened on PostgreSQL; none for the embedded database. */
+export function poolOf(db: Db): pg.Pool | undefined {
+  return pools.get(db);
 }
 
 /** The embedded databases' PGlite instances: what runs text of several statements there (executeSqlText). */
 const embedded = new WeakMap<Kysely<DB>, PGlite>();
 
-async function openEmbedded(config: Config): Promise<Kysely<DB>> {
+/**
+ * One process at a time on an embedded database: PGlite has no lock of its own, and two processes
+ * writing the same files would corrupt them. The lock file holds the owner's pid; a lock whose process
+ * is gone (a crash, `kill -9`) or is this process (a restarted container's pid 1) is taken over.
+ */
+function lockEmbedded(dataDir: string): () => void {
+  const file = path.join(dataDir, 'tollgate.lock');
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const fd = openSync(file, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => {
+        try {
+          if (readFileSync(file, 'utf8') === String(process.pid)) unlinkSync(file);
+        } catch {
+          // already gone
+        }
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw err;
+      const pid = Number(readFileSync(file, 'utf8'));
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+        throw new Error(
+          `the embedded database in ${dataDir} is in use by process ${pid}; stop that process first (or set DATABASE_URL)`,
+        );
+      }
+      unlinkSync(file);
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function openEmbedded(config: Config): Promise<{ db: Kysely<DB>; unlock: () => void }> {
   let dataDir = config.dataDir;
+  let unlock = () => {};
   if (!dataDir.startsWith('memory://')) {
+    mkdirSync(path.resolve(dataDir), { recursive: true });
+    unlock = lockEmbedded(path.resolve(dataDir));
     dataDir = path.resolve(dataDir, 'pgdata');
     mkdirSync(dataDir, { recursive: true });
   }
-  const pglite = await PGlite.create(dataDir);
-  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
-  embedded.set(db, pglite);
-  return db;
+  try {
+    const pglite = await PGlite.create(dataDir);
+    const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
+    embedded.set(db, pglite);
+    return { db, unlock };
+  } catch (err) {
+    unlock();
+    throw err;
+  }
 }
 
 /**
@@ -149,11 +207,39 @@ export async function openDatabase(config: Config): Promise<Database> {
     }
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
-  const db = await openEmbedded(config);
-  await migrate(db as Kysely<unknown>, config.runtimeRole);
-  await sql`set role ${sql.id(config.runtimeRole)}`.execute(db);
-  await assertRuntimeRole(db);
-  return { db, kind: 'embedded', close: () => db.destroy() };
+  const { db, unlock } = await openEmbedded(config);
+  const close = () => db.destroy().finally(unlock);
+  try {
+    await migrate(db as Kysely<unknown>, config.runtimeRole);
+    await sql`set role ${sql.id(config.runtimeRole)}`.execute(db);
+    await assertRuntimeRole(db);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { db, kind: 'embedded', close };
+}
+
+/**
+ * The schema owner's connection for an operator's command (`tollgate org set-plan`): MIGRATION_DATABASE_URL
+ * on PostgreSQL, the embedded superuser (migrated first) on the embedded database, which the lock keeps
+ * from being opened while `tollgate api` runs on it.
+ */
+export async function openOperatorDatabase(config: Config): Promise<Database> {
+  if (config.databaseUrl) {
+    if (!config.migrationDatabaseUrl) throw new Error('set MIGRATION_DATABASE_URL to the schema owner');
+    const db = openOwnerDatabase(config.migrationDatabaseUrl) as unknown as Db;
+    return { db, kind: 'postgres', close: () => db.destroy() };
+  }
+  const { db, unlock } = await openEmbedded(config);
+  const close = () => db.destroy().finally(unlock);
+  try {
+    await migrate(db as Kysely<unknown>, config.runtimeRole);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { db, kind: 'embedded', close };
 }
 
 /** Opens the schema owner's connection for `tollgate migrate`. */

@@ -5,6 +5,7 @@ import type { Db } from '../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import type { RateGroup } from './context.js';
 import { ApiError } from './errors.js';
+import type { RateLimitMetrics, RateLimitName } from './metrics.js';
 
 type Incr = (err: Error | null, res: { current: number; ttl: number }) => void;
 
@@ -63,7 +64,13 @@ export class HitCounter {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    private readonly metrics?: RateLimitMetrics,
   ) {}
+
+  /** Counts a refusal of the limit that `key` (a rate key of this file) is counted against, for /metrics. */
+  refused(key: string): void {
+    this.metrics?.rateLimitRefused(limitOfKey(key));
+  }
 
   /** Counts one hit of `key`; says how many hits its window holds and how long the window has left. */
   async hit(key: string, timeWindow: number): Promise<{ current: number; ttl: number }> {
@@ -125,7 +132,29 @@ export function rateLimited(max: number, ttlMs: number): ApiError {
 /** Refuses with 429 rate_limited (and Retry-After) once `key` has had more than `max` hits this minute. */
 export async function enforceLimit(counter: HitCounter, key: string, max: number): Promise<void> {
   const { current, ttl } = await counter.hit(key, RATE_WINDOW_MS);
-  if (current > max) throw rateLimited(max, ttl);
+  if (current > max) {
+    counter.refused(key);
+    throw rateLimited(max, ttl);
+  }
+}
+
+/** The rate keys' prefixes (rateKey, agentRateKey, the token endpoints' per-address key) by the limit each counts against. */
+const LIMIT_OF_PREFIX = new Map<string, RateLimitName>([
+  ['person', 'person'],
+  ['signin', 'sign_in'],
+  ['public', 'public'],
+  ['agent', 'gateway'],
+  ['gateway', 'gateway'],
+  ['token', 'token'],
+  ['token-ip', 'token_ip'],
+]);
+
+/**
+ * The limit a rate key counts against: a bounded name for /metrics, never the key (which names a person, an
+ * agent or an address). Any other prefix falls under the person limit, as rateMax's default does.
+ */
+export function limitOfKey(key: string): RateLimitName {
+  return LIMIT_OF_PREFIX.get(key.slice(0, key.indexOf(':'))) ?? 'person';
 }
 
 /** An agent's gateway budget, shared by every gateway operation. */

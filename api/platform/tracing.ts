@@ -5,7 +5,7 @@ import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 
-const HEALTH_PATHS = new Set(['/healthz', '/readyz']);
+const HEALTH_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
  * OpenTelemetry traces over OTLP/HTTP, only when an endpoint is configured. Health checks are not

@@ -120,7 +120,7 @@ export function agentReconciler(ctx: ReconcileContext): KindReconciler<AgentObje
       }
       putBack.push(...bindings.putBack);
       putBack.push(...(await syncDelegations(ctx, record.id, obj.spec.delegations ?? [], created)));
-      const secret = await syncIdentitySecret(ctx, obj, record.id, created);
+      const { rotated, ...secret } = await syncIdentitySecret(ctx, obj, record.id, created);
 
       const contained = record.status === 'suspended' ? '; suspended in Tollgate' : record.gateway_access === false ? '; gateway access off in Tollgate' : '';
       return {
@@ -130,6 +130,7 @@ export function agentReconciler(ctx: ReconcileContext): KindReconciler<AgentObje
         message: `registered as agent ${slug}${contained}`,
         putBack,
         status: secret,
+        events: rotated ? [{ type: 'Normal', reason: 'IdentityRotated', message: rotated }] : undefined,
       };
     },
 
@@ -163,7 +164,7 @@ async function syncIdentitySecret(
   obj: AgentObject,
   agentId: string,
   created: boolean,
-): Promise<{ identitySecret: string; identityId: string }> {
+): Promise<{ identitySecret: string; identityId: string; rotated?: string }> {
   const { namespace, name, uid } = obj.metadata as { namespace: string; name: string; uid: string };
   const secretName = identitySecretName(name);
   const secret = created ? undefined : await ctx.secrets.get(namespace, secretName);
@@ -191,7 +192,11 @@ async function syncIdentitySecret(
     },
     stringData: { 'client-id': issued.client_id, 'client-secret': issued.client_secret },
   });
-  return { identitySecret: secretName, identityId: issued.id };
+  // A replacement, not the first issue: the agent's pods pick the new credential up from the Secret.
+  const replaced = held ?? previous;
+  const why = !secret ? `the Secret was gone` : held ? `identity ${held} was revoked in Tollgate` : `the Secret held no identity`;
+  const rotated = replaced ? `workload identity ${replaced} replaced by ${issued.id} in Secret ${secretName}: ${why}` : undefined;
+  return { identitySecret: secretName, identityId: issued.id, rotated };
 }
 
 /**

@@ -21,6 +21,8 @@ export interface Outcome {
   status?: Record<string, unknown>;
   /** Reconcile the object again after this long (controller-runtime's RequeueAfter). */
   requeueAfterMs?: number;
+  /** Events on the object, written after its status (IdentityRotated...). */
+  events?: { type: 'Normal' | 'Warning'; reason: string; message: string }[];
 }
 
 /** The informers of the four kinds, each with its objects' types. */

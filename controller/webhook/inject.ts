@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import type { AgentStatus } from '../kinds.js';
 
@@ -10,6 +11,13 @@ export const IDENTITY_VOLUME = 'tollgate-identity';
 export const IDENTITY_DIR = '/var/run/tollgate/identity';
 /** Where the sidecar listens, on the pod's loopback. */
 export const SIDECAR_PORT = 15080;
+/** The sidecar's Prometheus metrics (GET /metrics), on the pod's address so that Prometheus can scrape it. */
+export const SIDECAR_METRICS_PORT = 15090;
+/**
+ * The label that tells one injected pod from every other: the controller's per-pod egress NetworkPolicy
+ * selects it (a pod has no name, with generateName, nor uid at admission, so the webhook makes one).
+ */
+export const POD_ID_LABEL = 'tollgate.dev/pod-id';
 
 export interface InjectionSettings {
   /** The sidecar's image (the tollgate image; the sidecar runs `tollgate sidecar`). */
@@ -42,6 +50,7 @@ export function sidecarContainer(settings: InjectionSettings, agent: string, mcp
     { name: 'TOLLGATE_IDENTITY_DIR', value: IDENTITY_DIR },
     { name: 'TOLLGATE_SIDECAR_PORT', value: String(SIDECAR_PORT) },
     { name: 'TOLLGATE_AGENT', value: agent },
+    { name: 'TOLLGATE_SIDECAR_METRICS_PORT', value: String(SIDECAR_METRICS_PORT) },
   ];
   if (mcpUpstreams) env.push({ name: 'TOLLGATE_MCP_UPSTREAMS', value: mcpUpstreams });
   return {
@@ -50,6 +59,7 @@ export function sidecarContainer(settings: InjectionSettings, agent: string, mcp
     args: ['sidecar'],
     restartPolicy: 'Always',
     env,
+    ports: [{ name: 'tg-metrics', containerPort: SIDECAR_METRICS_PORT, protocol: 'TCP' }],
     volumeMounts: [{ name: IDENTITY_VOLUME, mountPath: IDENTITY_DIR, readOnly: true }],
     resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
     securityContext: {
@@ -67,9 +77,12 @@ export function sidecarContainer(settings: InjectionSettings, agent: string, mcp
 /**
  * The admission answer for a pod that asks for the sidecar: a JSON patch adding it (nothing when it is
  * there already: the webhook is idempotent, e.g. on a reinvocation), or a refusal saying what is wrong.
- * Pure: the Agent is looked up by the caller.
+ * Pure: the Agent is looked up by the caller, and the pod's id (the tollgate.dev/pod-id label) comes from
+ * the caller too: the webhook passes the admission request's uid, unique per request. Without one, a
+ * digest of the submitted pod stands in (the golden files); it is not unique across a Deployment's
+ * replicas, which the controller then relabels with their uids.
  */
-export function injectSidecar(pod: V1Pod, agent: AgentView | undefined, settings: InjectionSettings): Injection {
+export function injectSidecar(pod: V1Pod, agent: AgentView | undefined, settings: InjectionSettings, podId?: string): Injection {
   const labels = pod.metadata?.labels ?? {};
   if (labels[INJECT_LABEL] !== 'true') return { allowed: true, patch: [] };
   const spec = pod.spec;
@@ -117,6 +130,8 @@ export function injectSidecar(pod: V1Pod, agent: AgentView | undefined, settings
     } else for (const e of missing) add(`/spec/containers/${i}/env/-`, e);
   });
   add(`/metadata/annotations/${segment('tollgate.dev/injected')}`, SIDECAR_NAME);
+  // Set even when the pod brings one: a copied id would put two pods under one policy.
+  add(`/metadata/labels/${segment(POD_ID_LABEL)}`, podId ?? createHash('sha256').update(JSON.stringify(pod)).digest('hex').slice(0, 32));
   return { allowed: true, patch };
 }
 

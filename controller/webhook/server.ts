@@ -120,7 +120,7 @@ async function admit(
       if (statusOf(err) !== 404) throw err;
     }
   }
-  const answer = injectSidecar(pod, agent, opts.settings);
+  const answer = injectSidecar(pod, agent, opts.settings, request.uid);
   const who = `${namespace}/${pod.metadata?.name ?? pod.metadata?.generateName ?? '?'}`;
   if (!answer.allowed) {
     opts.log.info({ pod: who, agent: name, reason: answer.message }, 'webhook: pod refused');

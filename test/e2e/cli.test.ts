@@ -360,3 +360,134 @@ describe('tollgate api', () => {
     180_000,
   );
 });
+
+describe('tollgate org set-plan', () => {
+  const PROD_AGENT = {
+    name: 'Prod bot',
+    environment: 'production',
+    purpose: 'Pays approved invoices',
+    data_classification: 'internal',
+    owners: [{ name: 'Olga Owner', email: 'olga@example.com' }],
+  };
+
+  async function onboard(base: string): Promise<{ client: HttpClient; slug: string }> {
+    const client = new HttpClient(base);
+    expect((await client.post('/auth/dev-login', { email: `admin-${randomBytes(4).toString('hex')}@example.com` })).status).toBe(200);
+    const slug = `plan-${randomBytes(4).toString('hex')}`;
+    const res = await client.post('/tenants/onboard', { name: 'Plan Co', slug, primary_region: 'eu-west', admin_display_name: 'Ada' });
+    expect(res.status).toBe(201);
+    return { client, slug };
+  }
+
+  it(
+    'on PostgreSQL: moves one organisation to another plan as the schema owner, audited; the new limits apply at once',
+    async () => {
+      const port = await freePort();
+      const base = `http://127.0.0.1:${port}/api/v1`;
+      const api = run(['api'], { DATABASE_URL: db.runtimeUrl, PORT: String(port) });
+      await waitForHttp(`http://127.0.0.1:${port}/readyz`, 60_000, api);
+      const { client, slug } = await onboard(base);
+      expect((await client.get('/tenants/current')).json.plan).toBe('developer');
+      const refused = await client.post('/agents', PROD_AGENT);
+      expect(refused.status).toBe(403);
+      expect(refused.json.error).toMatchObject({ code: 'module_not_in_plan', details: { module: 'production_agents' } });
+
+      const operatorEnv = { DATABASE_URL: db.runtimeUrl, MIGRATION_DATABASE_URL: db.ownerUrl };
+      const set = run(['org', 'set-plan', slug, 'team', '--reason', 'contract TG-42 signed'], operatorEnv);
+      expect(await exitCode(set, 30_000)).toBe(0);
+      expect(set.stdout_()).toBe(`${slug}: developer -> team (audited as tenant.plan_changed)\n`);
+
+      expect((await client.get('/tenants/current')).json).toMatchObject({ plan: 'team', version: 2 });
+      expect((await client.post('/agents', PROD_AGENT)).status).toBe(201);
+      const audit = await client.get('/audit?action=tenant.plan_changed');
+      expect(audit.json.items).toHaveLength(1);
+      expect(audit.json.items[0]).toMatchObject({
+        actor: { type: 'system', id: null },
+        action: 'tenant.plan_changed',
+        outcome: 'success',
+        details: { from: 'developer', to: 'team', reason: 'contract TG-42 signed', operator: expect.stringContaining('@') },
+      });
+
+      // Again: nothing changes, nothing more is audited.
+      const again = run(['org', 'set-plan', slug, 'team'], operatorEnv);
+      expect(await exitCode(again, 30_000)).toBe(0);
+      expect(again.stdout_()).toContain('already on the team plan');
+      expect((await client.get('/audit?action=tenant.plan_changed')).json.items).toHaveLength(1);
+
+      // Back to developer: the production agent stays, a new one is refused again.
+      expect(await exitCode(run(['org', 'set-plan', slug, 'developer'], operatorEnv), 30_000)).toBe(0);
+      expect((await client.post('/agents', { ...PROD_AGENT, name: 'Prod bot 2' })).json.error.code).toBe('module_not_in_plan');
+      expect((await client.get('/agents?environment=production')).json.items).toHaveLength(1);
+
+      const unknown = run(['org', 'set-plan', 'no-such-org', 'team'], operatorEnv);
+      expect(await exitCode(unknown, 30_000)).toBe(1);
+      expect(unknown.stderr_()).toContain('no organisation has the slug "no-such-org"');
+
+      // The runtime role sees no organisation by slug: the command says which connection it needs.
+      const runtimeOnly = run(['org', 'set-plan', slug, 'team'], { DATABASE_URL: db.runtimeUrl });
+      expect(await exitCode(runtimeOnly, 30_000)).toBe(1);
+      expect(runtimeOnly.stderr_()).toContain('set MIGRATION_DATABASE_URL to the schema owner');
+      expect((await client.get('/tenants/current')).json.plan).toBe('developer');
+    },
+    120_000,
+  );
+
+  it('refuses bad usage with exit 2, naming the plans', async () => {
+    const bad = run(['org', 'set-plan', 'demo', 'platinum'], {});
+    expect(await exitCode(bad)).toBe(2);
+    expect(bad.stderr_()).toContain('"platinum" is not a plan (developer, team, enterprise)');
+    for (const args of [['org'], ['org', 'set-plan', 'demo'], ['org', 'rename', 'demo', 'team'], ['org', 'set-plan', 'demo', 'team', '--reason']]) {
+      const p = run(args, {});
+      expect(await exitCode(p)).toBe(2);
+      expect(p.stderr_()).toContain('usage: tollgate org set-plan <slug>');
+    }
+  });
+
+  it(
+    'on the embedded database: the demo organisation starts on team; the command waits for the API to stop (the database lock)',
+    async () => {
+      const dataDir = path.join(tempDir(), 'data');
+      const port = await freePort();
+      const env = { DATA_DIR: dataDir, SEED_DEMO: 'true', PORT: String(port) };
+      const api = run(['api'], env);
+      await waitForHttp(`http://127.0.0.1:${port}/healthz`, 60_000, api);
+      const admin = new HttpClient(`http://127.0.0.1:${port}/api/v1`);
+      expect((await admin.post('/auth/dev-login', { email: 'admin@demo.example' })).json.tenant).toMatchObject({ slug: 'demo', plan: 'team' });
+      expect((await admin.post('/agents', PROD_AGENT)).status).toBe(201);
+
+      // A second process on the same files would corrupt them: refused, naming the process.
+      const busy = run(['org', 'set-plan', 'demo', 'developer'], { DATA_DIR: dataDir });
+      expect(await exitCode(busy, 30_000)).toBe(1);
+      expect(busy.stderr_()).toContain(`is in use by process ${api.pid}`);
+      const second = run(['api'], { ...env, PORT: String(await freePort()) });
+      expect(await exitCode(second, 30_000)).not.toBe(0);
+      expect(second.stderr_()).toContain(`is in use by process ${api.pid}`);
+
+      const exit = exitCode(api, 15_000);
+      api.kill('SIGTERM');
+      expect(await exit).toBe(0);
+      const set = run(['org', 'set-plan', 'demo', 'developer'], { DATA_DIR: dataDir });
+      expect(await exitCode(set, 60_000)).toBe(0);
+      expect(set.stdout_()).toContain('demo: team -> developer');
+
+      const again = run(['api'], env);
+      await waitForHttp(`http://127.0.0.1:${port}/healthz`, 60_000, again);
+      const back = new HttpClient(`http://127.0.0.1:${port}/api/v1`);
+      expect((await back.post('/auth/dev-login', { email: 'admin@demo.example' })).json.tenant.plan).toBe('developer');
+      expect((await back.post('/agents', { ...PROD_AGENT, name: 'Prod bot 2' })).json.error.code).toBe('module_not_in_plan');
+    },
+    180_000,
+  );
+
+  it('DEFAULT_PLAN sets the plan of new organisations; a value that is not a plan stops the API', async () => {
+    const port = await freePort();
+    const api = run(['api'], { DATABASE_URL: db.runtimeUrl, PORT: String(port), DEFAULT_PLAN: 'enterprise' });
+    await waitForHttp(`http://127.0.0.1:${port}/readyz`, 60_000, api);
+    const { client } = await onboard(`http://127.0.0.1:${port}/api/v1`);
+    expect((await client.get('/tenants/current')).json.plan).toBe('enterprise');
+
+    const bad = run(['api'], { DATABASE_URL: db.runtimeUrl, PORT: String(await freePort()), DEFAULT_PLAN: 'gold' });
+    expect(await exitCode(bad, 30_000)).toBe(78);
+    expect(bad.stderr_()).toContain('DEFAULT_PLAN');
+  }, 120_000);
+});

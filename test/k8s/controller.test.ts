@@ -47,6 +47,7 @@ describe('tollgate controller on a real Kubernetes API server', () => {
       TOLLGATE_RESYNC_SECONDS: '2',
       POD_NAME: identity,
       LOG_LEVEL: 'info',
+      TOLLGATE_METRICS_PORT: '0', // several controllers on one host: any free port each
       ...extra,
     });
     controllers.push(child);

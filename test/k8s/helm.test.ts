@@ -144,6 +144,8 @@ describe('the Helm chart charts/tollgate', () => {
         `Deployment/${FULL}-worker`,
         `Job/${FULL}-migration`,
         `MutatingWebhookConfiguration/${NS}-${FULL}-webhook`,
+        `PodDisruptionBudget/${FULL}-api`,
+        `PodDisruptionBudget/${FULL}-controller`,
         `Role/${FULL}-controller-leader-election`,
         `RoleBinding/${FULL}-controller-leader-election`,
         `Secret/${FULL}-api`,
@@ -184,7 +186,7 @@ describe('the Helm chart charts/tollgate', () => {
       'WORKER_CONCURRENCY', 'JOB_POLL_INTERVAL_SECONDS', 'JOB_TIMEOUT_SECONDS', 'JOB_MAINTENANCE_INTERVAL_SECONDS', 'SEED_DEMO',
       'DEV_LOGIN_ENABLED', 'SESSION_COOKIE_SECURE', 'CORS_ALLOWED_ORIGINS', 'TRUST_PROXY', 'READONLY_FAIL_OPEN',
       'READONLY_FAIL_OPEN_ACK', 'EMAIL_BACKEND', 'SMTP_PORT', 'SMTP_STARTTLS', 'SIGNUP_ENABLED', 'LOG_LEVEL',
-      'OTEL_SERVICE_NAME', 'TELEMETRY_RETENTION_DAYS', 'SESSION_SECRET', 'TOKEN_SIGNING_SEED', 'SECRET_PEPPER', 'EVIDENCE_SIGNING_SEED',
+      'OTEL_SERVICE_NAME', 'TELEMETRY_RETENTION_DAYS', 'DEFAULT_PLAN', 'SESSION_SECRET', 'TOKEN_SIGNING_SEED', 'SECRET_PEPPER', 'EVIDENCE_SIGNING_SEED',
       'OIDC_CLIENT_SECRET', 'SMTP_PASSWORD', 'SIGNUP_CLIENT_SECRET', 'AUTH_EVENTS_SECRET', 'EVIDENCE_SIGNING_PREVIOUS_SEEDS',
       'VAULT_TOKEN',
     ]);
@@ -293,6 +295,41 @@ describe('the Helm chart charts/tollgate', () => {
     await expect(render(['api.publicSite.salesOrgId=not-a-uuid'])).rejects.toThrow(/salesOrgId/);
   });
 
+  it('PodDisruptionBudgets: API and controller keep one pod through voluntary disruptions; spread over nodes', async () => {
+    for (const component of ['api', 'controller']) {
+      const pdb = find(defaults, 'PodDisruptionBudget', `${FULL}-${component}`);
+      expect(pdb.apiVersion).toBe('policy/v1');
+      expect(pdb.spec).toEqual({ minAvailable: 1, selector: find(defaults, 'Deployment', `${FULL}-${component}`).spec.selector });
+      const pod = find(defaults, 'Deployment', `${FULL}-${component}`).spec.template.spec;
+      expect(pod.topologySpreadConstraints).toEqual([{
+        maxSkew: 1,
+        topologyKey: 'kubernetes.io/hostname',
+        whenUnsatisfiable: 'ScheduleAnyway',
+        labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'tollgate', 'app.kubernetes.io/instance': RELEASE, 'app.kubernetes.io/component': component } },
+        matchLabelKeys: ['pod-template-hash'],
+      }]);
+    }
+    // No worker PDB: one replica by default, and its jobs are retried after JOB_TIMEOUT_SECONDS anyway.
+    expect(defaults.filter((o) => o.kind === 'PodDisruptionBudget')).toHaveLength(2);
+    const pdbs = async (set: string[]) =>
+      Object.fromEntries((await render(set)).filter((o) => o.kind === 'PodDisruptionBudget').map((o) => [o.metadata.name, o.spec]));
+    // One replica: none by default (minAvailable 1 would block every drain), unless asked for.
+    expect(Object.keys(await pdbs(['api.replicas=1', 'controller.replicas=1']))).toEqual([]);
+    expect((await pdbs(['api.replicas=1', 'api.podDisruptionBudget.enabled=true']))[`${FULL}-api`]).toMatchObject({ minAvailable: 1 });
+    expect(Object.keys(await pdbs(['api.podDisruptionBudget.enabled=false', 'controller.enabled=false']))).toEqual([]);
+    const tuned = await pdbs(['api.replicas=4', 'api.podDisruptionBudget.maxUnavailable=25%', 'controller.podDisruptionBudget.minAvailable=50%']);
+    expect(tuned[`${FULL}-api`]).toEqual({ maxUnavailable: '25%', selector: expect.anything() });
+    expect(tuned[`${FULL}-controller`]).toEqual({ minAvailable: '50%', selector: expect.anything() });
+    // Constraints of one's own replace the default spread; spreadAcrossNodes=false drops it.
+    const own = await render(['api.topologySpreadConstraints[0].maxSkew=2', 'api.topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone',
+      'api.topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule', 'controller.spreadAcrossNodes=false']);
+    expect(find(own, 'Deployment', `${FULL}-api`).spec.template.spec.topologySpreadConstraints).toEqual([
+      { maxSkew: 2, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule' },
+    ]);
+    expect(find(own, 'Deployment', `${FULL}-controller`).spec.template.spec.topologySpreadConstraints).toBeUndefined();
+    await expect(render(['api.podDisruptionBudget.minAvailable=most'])).rejects.toThrow(/\/api\/podDisruptionBudget\/minAvailable/);
+  });
+
   it('migration: a pre-install/pre-upgrade hook Job after its ServiceAccount and Secrets, as the schema owner', () => {
     const job = find(defaults, 'Job', `${FULL}-migration`);
     expect(job.metadata.annotations).toEqual({
@@ -349,8 +386,9 @@ describe('the Helm chart charts/tollgate', () => {
       { name: 'TOLLGATE_WEBHOOK_CERT_DIR', value: '/var/run/tollgate/webhook-tls' },
       { name: 'TOLLGATE_WEBHOOK_PORT', value: '9443' },
       { name: 'TOLLGATE_SIDECAR_IMAGE', value: 'tollgate:0.1.0' }, // the same image, `tollgate sidecar`
+      { name: 'TOLLGATE_METRICS_PORT', value: '9090' },
     ]);
-    expect(c.ports).toEqual([{ name: 'webhook', containerPort: 9443, protocol: 'TCP' }]);
+    expect(c.ports).toEqual([{ name: 'metrics', containerPort: 9090, protocol: 'TCP' }, { name: 'webhook', containerPort: 9443, protocol: 'TCP' }]);
     expect(c.readinessProbe.httpGet).toEqual({ path: '/healthz', port: 'webhook', scheme: 'HTTPS' });
     expect(c.livenessProbe).toBeUndefined();
     expect(c.volumeMounts).toEqual([
@@ -379,6 +417,13 @@ describe('the Helm chart charts/tollgate', () => {
       { apiGroups: ['tollgate.dev'], resources: ['agents/finalizers', 'tools/finalizers', 'mcpservers/finalizers', 'policies/finalizers'], verbs: ['update'] },
       { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+      // The per-pod egress NetworkPolicy (docs/kubernetes.md, Egress): the injected pods, relabelled when their
+      // pod-id is missing or copied, owned with blockOwnerDeletion; the destinations resolved from Services.
+      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch'] },
+      { apiGroups: [''], resources: ['pods/finalizers'], verbs: ['update'] },
+      { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+      { apiGroups: [''], resources: ['services'], verbs: ['get'] },
+      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list'] },
     ]);
     expect(find(defaults, 'ClusterRole', `${NS}-${FULL}-controller-secrets`).rules).toEqual([
       { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete'] },
@@ -489,7 +534,8 @@ describe('the Helm chart charts/tollgate', () => {
     expect(off.filter((o) => /webhook/i.test(`${o.kind}/${o.metadata.name}`))).toEqual([]);
     const c = find(off, 'Deployment', `${FULL}-controller`).spec.template.spec.containers[0];
     expect(envNames(c).filter((n) => /WEBHOOK|SIDECAR/.test(n))).toEqual([]);
-    expect(c.ports).toBeUndefined();
+    // Only the metrics port is left.
+    expect(c.ports).toEqual([{ name: 'metrics', containerPort: 9090, protocol: 'TCP' }]);
     expect(c.readinessProbe).toBeUndefined();
   });
 
@@ -630,6 +676,8 @@ describe('the Helm chart charts/tollgate', () => {
         [`${FULL}-controller`, 2],
         [`${FULL}-worker`, 1],
       ]);
+      const pdbs = await getJson('poddisruptionbudgets', '-n', NS);
+      expect((pdbs.items as Json[]).map((p) => [p.metadata.name, p.spec.minAvailable]).sort()).toEqual([[`${FULL}-api`, 1], [`${FULL}-controller`, 1]]);
       const services = await getJson('services', '-n', NS);
       expect((services.items as Json[]).map((s) => s.metadata.name).sort()).toEqual([`${FULL}-api`, `${FULL}-webhook`]);
       const secrets = await getJson('secrets', '-n', NS);

@@ -84,6 +84,7 @@ describe('tollgate sidecar', () => {
       TOLLGATE_API_URL: apiUrl,
       TOLLGATE_IDENTITY_DIR: dir,
       TOLLGATE_SIDECAR_PORT: String(port),
+      TOLLGATE_SIDECAR_METRICS_PORT: '0',
       TOLLGATE_MCP_UPSTREAMS: JSON.stringify([
         { name: 'payments', url: payments.url, toolPrefix: 'payments' },
         { name: 'everything', url: everythingUrl, toolPrefix: 'everything' },
@@ -103,11 +104,13 @@ describe('tollgate sidecar', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('passes tools/list through from each upstream', async () => {
+  it('lists from each upstream only the tools the agent may call', async () => {
+    // transfer is bound too, but financial on an unreviewed server: every call is denied (POL-006), so it is not listed.
     const pay = await mcpClient('payments');
-    expect((await pay.listTools()).tools.map((x) => x.name).sort()).toEqual(['lookup', 'transfer']);
+    expect((await pay.listTools()).tools.map((x) => x.name)).toEqual(['lookup']);
+    // server-everything has a dozen tools; only echo is registered and bound.
     const ev = await mcpClient('everything');
-    expect((await ev.listTools()).tools.map((x) => x.name)).toContain('echo');
+    expect((await ev.listTools()).tools.map((x) => x.name)).toEqual(['echo']);
   });
 
   it('forwards an allowed tools/call, submitted first as an action', async () => {
@@ -123,6 +126,21 @@ describe('tollgate sidecar', () => {
     const ev = await mcpClient('everything');
     const echoed = await ev.callTool({ name: 'echo', arguments: { message: 'hello through Tollgate' } });
     expect(JSON.stringify(echoed.content)).toContain('hello through Tollgate');
+  });
+
+  it('answers concurrent calls of several agents, whose JSON-RPC ids collide, each with its own result', async () => {
+    // One MCP Server per upstream serves every HTTP request: the ids each client numbers from 0 must not mix.
+    const a = await mcpClient('payments');
+    const b = await mcpClient('payments');
+    const c = await mcpClient('payments');
+    const calls = [a, b, c].flatMap((client, i) =>
+      [0, 1, 2].map(async (j) => {
+        const payee = `payee-${i}-${j}`;
+        const result = await client.callTool({ name: 'lookup', arguments: { payee } });
+        return { payee, text: (result.content as { text: string }[])[0]!.text };
+      }),
+    );
+    for (const { payee, text } of await Promise.all(calls)) expect(text).toBe(`payee ${payee}: ACME Supplies Ltd`);
   });
 
   it('turns a deny into a JSON-RPC error with the reason codes, and forwards nothing', async () => {

@@ -39,7 +39,16 @@ export async function installCrds(cluster: KubeCluster): Promise<string[]> {
     const { stderr } = await kubectlRaw(cluster, ['apply', '-f', crd]);
     if (stderr.trim()) warnings.push(`kubectl apply -f ${crd}: ${stderr.trim()}`);
   }
-  await kubectlRaw(cluster, ['wait', '--for=condition=Established', '--timeout=60s', ...CRD_PLURALS.map((p) => `crd/${p}.tollgate.dev`)]);
+  // kubectl wait can fail at once ("accessor error") on a CRD so new that it has no status yet: retried.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await kubectlRaw(cluster, ['wait', '--for=condition=Established', '--timeout=60s', ...CRD_PLURALS.map((p) => `crd/${p}.tollgate.dev`)]);
+      break;
+    } catch (err) {
+      if (attempt >= 20) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
   for (let attempt = 0; ; attempt++) {
     try {
       await kubectlRaw(cluster, ['get', 'tollgate', '-A']);

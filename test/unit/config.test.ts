@@ -12,6 +12,7 @@ import {
   loadConfig,
   productionProblems,
 } from '../../api/config.js';
+import { PLANS } from '../../api/modules/tenants/index.js';
 import { SAFE_PRODUCTION_ENV } from '../support/production-env.js';
 
 type Env = Record<string, string | undefined>;
@@ -201,6 +202,12 @@ describe('production guard: the spec\'s Operational contract', () => {
 });
 
 describe('configuration', () => {
+  it('DEFAULT_PLAN takes exactly the plans of the tenants module, developer by default', () => {
+    expect(loadConfig({}).defaultPlan).toBe('developer');
+    for (const plan of PLANS) expect(loadConfig({ DEFAULT_PLAN: plan }).defaultPlan).toBe(plan);
+    expect(() => loadConfig({ DEFAULT_PLAN: 'gold' })).toThrow(/DEFAULT_PLAN/);
+  });
+
   it('has the documented defaults', () => {
     const c = loadConfig({});
     expect(c.environment).toBe('development');

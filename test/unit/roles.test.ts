@@ -45,6 +45,7 @@ describe('role catalogue', () => {
         'inventory:control',
         'policy:read',
         'policy:write',
+        'telemetry:read',
       ].sort(),
     );
     expect(permissionsOf(['controller']).has('policy:publish')).toBe(false);

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { agentOf, personOf } from '../../platform/auth.js';
 import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
 import { reasonBody, requireConfirmation } from '../../platform/reason.js';
-import { caller } from '../../platform/route.js';
+import { beyondSpec, caller } from '../../platform/route.js';
 import { iso, timestamp } from '../../platform/schemas.js';
 import { PRIVILEGE_CLASS } from '../shared/index.js';
 import { toAction } from './actions.repository.js';
@@ -12,6 +12,8 @@ import { actionIn, approvalSummary, idempotencyHeaders, STATES, submissionOut } 
 import { actionsPage, agentAction, cancelAction, executionsPage, readAction, requireAgent } from './actions.service.js';
 import { toDenyClass } from './deny-classes.repository.js';
 import { addDenyClass, liftDenyClass } from './deny-classes.service.js';
+import { permissionsOut } from './permissions.schemas.js';
+import { agentPermissions } from './permissions.service.js';
 import { ApprovalTokens } from './submission/approval-tokens.js';
 import { SubmissionService } from './submission/submission.service.js';
 
@@ -53,9 +55,9 @@ const denyClassOut = z.object({
 
 export async function gatewayRoutes(app: FastifyInstance): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const { db, clock, config, evidence, snapshots, hits } = app.deps;
+  const { db, clock, config, evidence, snapshots, hits, metrics } = app.deps;
   const tokens = new ApprovalTokens(config.tokenSigningSeed);
-  const submissions = new SubmissionService({ db, clock, evidence, snapshots, hits, tokens, gatewayPerMinute: config.rateLimits.gatewayPerMinute });
+  const submissions = new SubmissionService({ db, clock, evidence, snapshots, hits, tokens, gatewayPerMinute: config.rateLimits.gatewayPerMinute, metrics });
   const cursors = new Cursors(config.sessionSecret);
 
   r.post(
@@ -79,6 +81,16 @@ export async function gatewayRoutes(app: FastifyInstance): Promise<void> {
         req.body,
       );
     },
+  );
+
+  // An extension: the agent's own containment and callable tools, for the sidecar's filtered tools/list.
+  r.get(
+    '/gateway/permissions',
+    {
+      ...beyondSpec(caller('agent')),
+      schema: { summary: "The calling agent's containment state and the tools it may invoke", tags, response: { 200: permissionsOut } },
+    },
+    async (req) => agentPermissions({ db, clock, snapshots }, agentOf(req)),
   );
 
   r.post(

@@ -119,7 +119,7 @@ export async function identitiesRoutes(app: FastifyInstance): Promise<void> {
       await enforceLimit(app.deps.hits, `token-ip:${req.ip}`, config.rateLimits.tokenPerIpPerMinute);
       const { client_id, client_secret } = req.body;
       const issued = await exchangeClientCredentials(
-        { db, clock, tokens, pepper: config.secretPepper, afterAnswer: afterAnswer((err) => req.log.error({ err }, 'refused token exchange not audited')) },
+        { db, clock, tokens, pepper: config.secretPepper, afterAnswer: afterAnswer((err) => req.log.error({ err }, 'refused token exchange not audited')), metrics: app.deps.metrics },
         { clientId: client_id, clientSecret: client_secret },
         req.id,
       );

@@ -2,6 +2,7 @@ import type { ActorPrincipal, RequestContext } from '../../platform/context.js';
 import type { Clock } from '../../../lib/clock.js';
 import { inScope, type Db } from '../../db/database.js';
 import { ApiError, notFound } from '../../platform/errors.js';
+import type { TokenExchangeMetrics } from '../../platform/metrics.js';
 import { agentOr404, agentUri } from '../agents/index.js';
 import { audit, recordAudit } from '../audit/index.js';
 import { recordTelemetry, telemetryEvents } from '../telemetry/index.js';
@@ -86,7 +87,7 @@ export async function revokeIdentity(
  * unknown client and a wrong secret do the same work before their answer: one lookup, one check.
  */
 export async function exchangeClientCredentials(
-  deps: { db: Db; clock: Clock; tokens: TokenService; pepper: string; afterAnswer: AfterAnswer },
+  deps: { db: Db; clock: Clock; tokens: TokenService; pepper: string; afterAnswer: AfterAnswer; metrics?: TokenExchangeMetrics },
   credentials: { clientId: string; clientSecret: string },
   correlationId: string,
 ): Promise<{ token: string; expiresIn: number; agentUri: string }> {
@@ -94,9 +95,13 @@ export async function exchangeClientCredentials(
   const client = await identityForClient(db, credentials.clientId);
   // An unknown client and a wrong secret cost the same and answer the same.
   const ok = await verifySecret(credentials.clientSecret, client?.secret_hash ?? UNKNOWN_CLIENT_HASH, pepper);
-  if (!client) throw new ApiError('invalid_client');
+  if (!client) {
+    deps.metrics?.tokenExchange('unknown_client');
+    throw new ApiError('invalid_client');
+  }
   // A known client's refusal is recorded once the answer is on its way (telemetry; a wrong secret is audited too).
   const refused = (reason: 'wrong_secret' | 'identity_revoked' | 'agent_suspended' | 'agent_revoked', error: ApiError) => {
+    deps.metrics?.tokenExchange(reason);
     const at = clock.now();
     const event = telemetryEvents.tokenRefused({
       at,
@@ -133,9 +138,12 @@ export async function exchangeClientCredentials(
     return error;
   };
   if (!ok) throw refused('wrong_secret', new ApiError('invalid_client'));
-  if (client.identity_status !== 'active') throw refused('identity_revoked', new ApiError('identity_revoked'));
-  if (client.agent_status === 'revoked') throw refused('agent_revoked', new ApiError('identity_revoked'));
-  if (client.agent_status !== 'active') throw refused('agent_suspended', new ApiError('session_revoked', 'The agent is suspended.'));
+  // details.reason tells the sidecar which containment it is, so it can say so instead of failing as an outage.
+  if (client.identity_status !== 'active') throw refused('identity_revoked', new ApiError('identity_revoked', undefined, { reason: 'identity_revoked' }));
+  if (client.agent_status === 'revoked') throw refused('agent_revoked', new ApiError('identity_revoked', undefined, { reason: 'agent_revoked' }));
+  if (client.agent_status !== 'active') {
+    throw refused('agent_suspended', new ApiError('session_revoked', 'The agent is suspended.', { reason: 'agent_suspended' }));
+  }
   const uri = agentUri(client.org_slug, client.agent_slug);
   const issued = await tokens.issue(
     { org: client.org_id, agt: client.agent_id, idn: client.identity_id, epc: client.session_epoch, uri },
@@ -161,5 +169,6 @@ export async function exchangeClientCredentials(
       telemetryEvents.tokenIssued({ at: clock.now(), agentId: client.agent_id, identityId: client.identity_id, clientId: credentials.clientId, correlationId }),
     ]);
   });
+  deps.metrics?.tokenExchange('issued');
   return { token: issued.token, expiresIn: issued.expiresIn, agentUri: uri };
 }

@@ -115,6 +115,8 @@ export const ROLES: RoleDefinition[] = [
       'inventory:control',
       'policy:read',
       'policy:write',
+      // An Agent's status shows its last decision, and its Events the calls denied (gateway.decision events).
+      'telemetry:read',
     ],
   },
 ];

@@ -8,5 +8,5 @@ export {
   toTenant,
   type OrganisationRow,
 } from './tenants.repository.js';
-export { createOrganisation, findOrganisation, updateOrganisation } from './tenants.service.js';
-export { tenantOut } from './tenants.schemas.js';
+export { changePlan, createOrganisation, findOrganisation, PlanChangeError, updateOrganisation } from './tenants.service.js';
+export { PLANS, tenantOut, type Plan } from './tenants.schemas.js';

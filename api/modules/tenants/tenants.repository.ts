@@ -1,4 +1,4 @@
-import type { Insertable, Selectable, Updateable } from 'kysely';
+import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import type { MembershipsTable, OrganisationsTable } from '../../db/schema.js';
 import { iso } from '../../platform/schemas.js';
@@ -10,6 +10,22 @@ export type OrganisationRow = Selectable<OrganisationsTable>;
 export function getOrganisation(tx: Tx, orgId: string, lock = false) {
   const q = tx.selectFrom('organisations').selectAll().where('id', '=', orgId);
   return (lock ? q.forUpdate() : q).executeTakeFirst();
+}
+
+/**
+ * The organisation with `slug`, locked, on a connection that sees every organisation (the schema
+ * owner's, for an operator's command): under row-level security the runtime role sees none by slug.
+ */
+export function organisationWithSlugForUpdate(tx: Tx, slug: string) {
+  return tx.selectFrom('organisations').selectAll().where('slug', '=', slug).forUpdate().executeTakeFirst();
+}
+
+/** Whether this connection's role may act on every organisation (owns the table, or is a superuser). */
+export async function seesEveryOrganisation(tx: Tx): Promise<boolean> {
+  const { rows } = await sql<{ ok: boolean }>`
+    select coalesce((select tableowner = current_user from pg_tables where schemaname = 'public' and tablename = 'organisations'), false)
+      or (select rolsuper from pg_roles where rolname = current_user) as ok`.execute(tx);
+  return rows[0]?.ok === true;
 }
 
 export function insertOrganisation(tx: Tx, values: Insertable<OrganisationsTable>): Promise<OrganisationRow> {

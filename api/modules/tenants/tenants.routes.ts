@@ -34,6 +34,7 @@ export async function tenantsRoutes(app: FastifyInstance): Promise<void> {
           name: req.body.name,
           slug: req.body.slug,
           primaryRegion: req.body.primary_region,
+          plan: config.defaultPlan,
           creator: { userId: p.userId, displayName: req.body.admin_display_name },
           correlationId: req.id,
           now: clock.now(),

@@ -4,6 +4,7 @@ import { timestamp } from '../../platform/schemas.js';
 /** Regions a new organisation's data may live in (the spec leaves the list open; docs/decisions.md). */
 export const REGIONS = ['eu-west', 'eu-central', 'uk-south', 'us-east', 'us-west', 'ca-central', 'ap-southeast', 'ap-northeast'] as const;
 export const PLANS = ['developer', 'team', 'enterprise'] as const;
+export type Plan = (typeof PLANS)[number];
 
 export const tenantOut = z.object({
   id: z.uuid(),

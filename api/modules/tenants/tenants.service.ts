@@ -13,14 +13,19 @@ import {
   getOrganisation,
   insertMembership,
   insertOrganisation,
+  organisationWithSlugForUpdate,
+  seesEveryOrganisation,
   updateOrganisationRow,
   type OrganisationRow,
 } from './tenants.repository.js';
+import type { Plan } from './tenants.schemas.js';
 
 export interface NewOrganisation {
   name: string;
   slug: string;
   primaryRegion: string;
+  /** The plan it starts on: DEFAULT_PLAN for onboarding, `team` for the demo organisation. */
+  plan: Plan;
   creator: { userId: string; displayName: string };
   correlationId: string;
   now: Date;
@@ -44,6 +49,7 @@ export async function createOrganisation(db: Db, o: NewOrganisation): Promise<Or
         slug: o.slug,
         name: o.name,
         primary_region: o.primaryRegion,
+        plan: o.plan,
         created_at: o.now,
         updated_at: o.now,
       });
@@ -66,7 +72,7 @@ export async function createOrganisation(db: Db, o: NewOrganisation): Promise<Or
           targetId: id,
           outcome: 'success',
           correlationId: o.correlationId,
-          details: { slug: o.slug, primary_region: o.primaryRegion },
+          details: { slug: o.slug, primary_region: o.primaryRegion, plan: o.plan },
         },
         o.now,
       );
@@ -141,5 +147,45 @@ export function updateOrganisation(
     });
     await audit(tx, req, orgId, { action, targetType: 'tenant', targetId: orgId, details: changes });
     return updated;
+  });
+}
+
+export class PlanChangeError extends Error {}
+
+/**
+ * Moves the organisation `slug` to another plan: what a platform operator does with `tollgate org
+ * set-plan` (no API operation changes a plan; billing would). Runs on the schema owner's connection, in
+ * one transaction with its audit entry (`tenant.plan_changed`, actor `system`, the operator named in the
+ * details). The limits of the new plan apply to agents created from now on; existing agents stay.
+ */
+export async function changePlan(
+  db: Db,
+  c: { slug: string; plan: Plan; operator: string; reason: string | null; correlationId: string; now: Date },
+): Promise<{ org: OrganisationRow; from: Plan }> {
+  return db.transaction().execute(async (tx) => {
+    if (!(await seesEveryOrganisation(tx))) {
+      throw new PlanChangeError('this connection cannot see every organisation: set MIGRATION_DATABASE_URL to the schema owner');
+    }
+    const org = await organisationWithSlugForUpdate(tx, c.slug);
+    if (!org) throw new PlanChangeError(`no organisation has the slug "${c.slug}"`);
+    const from = org.plan as Plan;
+    if (from === c.plan) return { org, from };
+    const updated = await updateOrganisationRow(tx, org.id, { plan: c.plan, version: org.version + 1, updated_at: c.now });
+    await recordAudit(
+      tx,
+      org.id,
+      {
+        actorType: 'system',
+        actorId: null,
+        action: 'tenant.plan_changed',
+        targetType: 'tenant',
+        targetId: org.id,
+        outcome: 'success',
+        correlationId: c.correlationId,
+        details: { from, to: c.plan, operator: c.operator, reason: c.reason },
+      },
+      c.now,
+    );
+    return { org: updated, from };
   });
 }

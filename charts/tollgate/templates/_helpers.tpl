@@ -227,6 +227,8 @@ database and API Secrets by key. The API runs the jobs itself only when there is
   value: {{ $v.api.otel.serviceName | quote }}
 - name: TELEMETRY_RETENTION_DAYS
   value: {{ $v.api.telemetryRetentionDays | quote }}
+- name: DEFAULT_PLAN
+  value: {{ $v.api.defaultPlan | quote }}
 {{- with $v.api.vaultAddr }}
 - name: VAULT_ADDR
   value: {{ . | quote }}

@@ -1,6 +1,7 @@
 import type { Clock } from '../../../../lib/clock.js';
 import { inScope, type Db, type Tx } from '../../../db/database.js';
 import { ApiError, notFound } from '../../../platform/errors.js';
+import type { DecisionMetrics } from '../../../platform/metrics.js';
 import {
   agentRateKey,
   arrivalCounts,
@@ -30,6 +31,8 @@ export interface SubmissionDeps {
   tokens: ApprovalTokens;
   /** The agents' gateway budget. */
   gatewayPerMinute: number;
+  /** Decisions, their latency and the batches, for GET /metrics. */
+  metrics?: DecisionMetrics;
 }
 
 interface Job {
@@ -38,6 +41,8 @@ interface Job {
   body: ActionIn;
   /** performance.now() when it entered the pipeline: its decision's telemetry latency starts here. */
   arrived: number;
+  /** Its decision's latency in ms as recorded (decision_ms, or a redemption's event), once decided; none for a replay. */
+  decidedMs?: number;
   resolve: (result: SubmissionOut) => void;
   reject: (err: unknown) => void;
 }
@@ -51,7 +56,7 @@ const sinceArrival = (arrived: number) => Math.round((performance.now() - arrive
  * The telemetry event of a decision on resubmission with an approval token. A first decision writes no
  * event: its action row carries its latency (`decision_ms`) and is read as its event (D26).
  */
-function redeemedEvent(job: Pick<Job, 'who' | 'body' | 'arrived'>, result: SubmissionOut, now: Date): TelemetryEvent {
+function redeemedEvent(job: Pick<Job, 'who' | 'body' | 'arrived' | 'decidedMs'>, result: SubmissionOut, now: Date): TelemetryEvent {
   return telemetryEvents.decision({
     at: now,
     agentId: job.who.agentId,
@@ -61,7 +66,7 @@ function redeemedEvent(job: Pick<Job, 'who' | 'body' | 'arrived'>, result: Submi
     operation: job.body.operation,
     decision: result.decision.decision,
     reasonCodes: result.decision.reason_codes,
-    latencyMs: sinceArrival(job.arrived),
+    latencyMs: job.decidedMs ?? sinceArrival(job.arrived),
     source: job.who.source,
     redeemed: true,
   });
@@ -89,6 +94,7 @@ export class SubmissionService {
    */
   private async runBatch(orgId: string, batch: Job[]): Promise<void> {
     const { db, clock, evidence, snapshots, gatewayPerMinute: limit } = this.deps;
+    this.deps.metrics?.batch(batch.length);
     const outcomes = new Map<Job, Outcome>();
     try {
       await inScope(db, { orgId }, async (tx) => {
@@ -112,7 +118,10 @@ export class SubmissionService {
         );
         for (const [k, jobs] of budgets) {
           arrivalCounts(Number(hits[k] ?? jobs.length), jobs.length).forEach((count, i) => {
-            if (count > limit) outcomes.set(jobs[i]!, { error: rateLimited(limit, windowStart + RATE_WINDOW_MS - now.getTime()) });
+            if (count > limit) {
+              this.deps.hits.refused(k);
+              outcomes.set(jobs[i]!, { error: rateLimited(limit, windowStart + RATE_WINDOW_MS - now.getTime()) });
+            }
           });
         }
         const view = await snapshots.load(tx, orgId, batch.map((j) => j.who.agentId), version);
@@ -143,7 +152,7 @@ export class SubmissionService {
             outcomes.set(job, { error: notFound('No such agent.') });
             continue;
           }
-          const prepared = prepare(job.who, job.key, job.body, hash, state, now, sinceArrival(job.arrived));
+          const prepared = prepare(job.who, job.key, job.body, hash, state, now, (job.decidedMs = sinceArrival(job.arrived)));
           fresh.push(prepared);
           inBatch.set(pair, prepared);
           outcomes.set(job, { ok: prepared.result });
@@ -179,14 +188,27 @@ export class SubmissionService {
       });
     } catch {
       // A statement failed and the batch rolled back: each submission runs again on its own.
-      for (const job of batch) this.submitAlone(job).then(job.resolve, job.reject);
+      for (const job of batch) {
+        this.submitAlone(job).then((result) => {
+          this.count(job, result);
+          job.resolve(result);
+        }, job.reject);
+      }
       return;
     }
     for (const job of batch) {
       const outcome = outcomes.get(job)!;
-      if ('ok' in outcome) job.resolve(outcome.ok);
-      else job.reject(outcome.error);
+      if ('ok' in outcome) {
+        this.count(job, outcome.ok);
+        job.resolve(outcome.ok);
+      } else job.reject(outcome.error);
     }
+  }
+
+  /** A decision counts once it is committed: a batch rolled back runs again, and is counted then. */
+  private count(job: Job, result: SubmissionOut): void {
+    if (result.replayed || job.decidedMs === undefined) return;
+    this.deps.metrics?.decided(result.decision.decision, result.decision.reason_codes, job.decidedMs / 1000);
   }
 
   /** One submission in its own transaction; a racing insert of the same key answers as its replay. */
@@ -194,6 +216,7 @@ export class SubmissionService {
     const { who } = job;
     const { db, clock, evidence, snapshots, hits, gatewayPerMinute } = this.deps;
     // The batch's hits rolled back with it.
+    job.decidedMs = undefined;
     if (who.source === 'gateway') await enforceLimit(hits, agentRateKey(who.agentId), gatewayPerMinute);
     const once = () =>
       inScope(db, { orgId: who.orgId }, async (tx) => {
@@ -221,7 +244,7 @@ export class SubmissionService {
   private async process(
     tx: Tx,
     view: OrgView,
-    job: Pick<Job, 'who' | 'key' | 'body' | 'arrived'>,
+    job: Pick<Job, 'who' | 'key' | 'body' | 'arrived' | 'decidedMs'>,
     now: Date,
     events: EvidenceEvent[],
     telemetry: TelemetryEvent[],
@@ -232,13 +255,16 @@ export class SubmissionService {
     if (existing) {
       const result = await resubmit(tx, view, this.deps.tokens, who, existing, body, hash, now, events, telemetry);
       // Not a replay: a redemption, a decision of its own.
-      if (!result.replayed) telemetry.push(redeemedEvent(job, result, now));
+      if (!result.replayed) {
+        job.decidedMs = sinceArrival(job.arrived);
+        telemetry.push(redeemedEvent(job, result, now));
+      }
       return result;
     }
 
     const state = view.state(who.agentId, body.tool);
     if (!state.agent) throw notFound('No such agent.');
-    const prepared = prepare(who, key, body, hash, state, now, sinceArrival(job.arrived));
+    const prepared = prepare(who, key, body, hash, state, now, (job.decidedMs = sinceArrival(job.arrived)));
     await insertAction(tx, prepared.action, prepared.approval, prepared.notice, now);
     events.push(...prepared.events);
     return prepared.result;
