@@ -2,6 +2,7 @@ import { benchApiRequests } from './api-requests.js';
 import { benchController } from './controller.js';
 import { benchDecisions } from './decisions.js';
 import { benchGraph } from './graph.js';
+import { benchMcpProxy } from './mcp-proxy.js';
 import { benchPolicy } from './policy.js';
 import { benchRisk } from './risk.js';
 import { benchSidecar } from './sidecar.js';
@@ -9,7 +10,7 @@ import { benchTokenVerify } from './token-verify.js';
 
 /**
  * `make bench`: every benchmark, printed as tables. BENCH_SECONDS and BENCH_CONNECTIONS tune the HTTP
- * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, controller, sidecar, risk, graph). BENCH_AGENTS sets
+ * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, controller, sidecar, mcp-proxy, risk, graph). BENCH_AGENTS sets
  * the concurrency of the decisions benchmark (default 32); BENCH_CONTROLLER_AGENTS the Agent resources of the
  * controller benchmark (default 1000) and BENCH_CONTROLLER_WORKERS its reconciles in flight per kind (default 4).
  */
@@ -59,4 +60,10 @@ if (!only || only === 'sidecar') {
   const rate = Number(process.env.BENCH_SIDECAR_RATE ?? 500);
   console.log(`sidecar: the same allowed submission at ${rate}/s for ${seconds} s, straight and through tollgate sidecar (targets: added p50 <= 0.3 ms, p99 <= 1 ms)`);
   console.table(await benchSidecar({ seconds, rate, connections: 8 }));
+}
+
+if (!only || only === 'mcp-proxy') {
+  const calls = Number(process.env.BENCH_MCP_CALLS ?? 1000);
+  console.log(`mcp-proxy: ${calls} sequential MCP tools/call, straight to a real MCP server and through tollgate sidecar in front of the API on durable PostgreSQL (target, issue 20: added <= the decision's own time + 0.5 ms)`);
+  console.table(await benchMcpProxy({ calls }));
 }
