@@ -1,4 +1,5 @@
 import { benchApiRequests } from './api-requests.js';
+import { benchBreaker } from './breaker.js';
 import { benchController } from './controller.js';
 import { benchDecisions } from './decisions.js';
 import { benchGraph } from './graph.js';
@@ -10,7 +11,7 @@ import { benchTokenVerify } from './token-verify.js';
 
 /**
  * `make bench`: every benchmark, printed as tables. BENCH_SECONDS and BENCH_CONNECTIONS tune the HTTP
- * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, controller, sidecar, mcp-proxy, risk, graph). BENCH_AGENTS sets
+ * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, controller, sidecar, mcp-proxy, breaker, risk, graph). BENCH_AGENTS sets
  * the concurrency of the decisions benchmark (default 32); BENCH_CONTROLLER_AGENTS the Agent resources of the
  * controller benchmark (default 1000) and BENCH_CONTROLLER_WORKERS its reconciles in flight per kind (default 4).
  */
@@ -66,4 +67,10 @@ if (!only || only === 'mcp-proxy') {
   const calls = Number(process.env.BENCH_MCP_CALLS ?? 1000);
   console.log(`mcp-proxy: ${calls} sequential MCP tools/call, straight to a real MCP server and through tollgate sidecar in front of the API on durable PostgreSQL (target, issue 20: added <= the decision's own time + 0.5 ms)`);
   console.table(await benchMcpProxy({ calls }));
+}
+
+if (!only || only === 'breaker') {
+  const refusals = Number(process.env.BENCH_BREAKER_CALLS ?? 1000);
+  console.log(`breaker: one agent calling through tollgate sidecar's MCP proxy while tollgate api is stopped with SIGSTOP; ${refusals} calls after the first ten (targets: one call waits for the 2 s timeout, refusals <= 50 ms)`);
+  console.table(await benchBreaker({ refusals }));
 }

@@ -29,9 +29,9 @@ export interface Ticket {
 /**
  * A circuit breaker in front of the central API. Closed: calls go through; `threshold` consecutive
  * failures (5xx, timeouts, refused connections; never a deny or a refusal of a contained agent) open it,
- * and so does a single failure that the API's readiness check confirms (read in the background at the
- * first failure): a hung or dead API opens it while the calls that met it are still failing, not after
- * `threshold` more timeouts.
+ * and so does a single failure, or a call still waiting after `slowMs`, that the API's readiness check
+ * confirms (read in the background): a hung API opens it while the first call that met it is still
+ * waiting for its timeout, so the calls after it are refused at once instead of each waiting too.
  * Open: every call is refused at once, and a background probe reads the API's readiness every
  * `probeIntervalMs`; when it answers, half-open. Half-open: one call goes through as the trial (others are
  * refused meanwhile); its success closes the breaker, its failure opens it again.
@@ -75,6 +75,14 @@ export class CircuitBreaker {
     else if (this.#state === 'closed') void this.#confirm();
   }
 
+  /**
+   * A call has been waiting long (`Tollgate.run`'s slow timer): read the API's readiness now, and open if it
+   * does not answer, before that call's own timeout ends.
+   */
+  suspect(): void {
+    if (this.#state === 'closed') void this.#confirm(true);
+  }
+
   /** Stops the probe (at shutdown). */
   stop(): void {
     this.#stopped = true;
@@ -95,14 +103,14 @@ export class CircuitBreaker {
     this.opts.onTransition?.(to);
   }
 
-  /** After a failure: if the API does not answer its readiness check either, open now. */
-  async #confirm(): Promise<void> {
+  /** After a failure or during a slow call: if the API does not answer its readiness check either, open now. */
+  async #confirm(slowCall = false): Promise<void> {
     if (this.#confirming || this.#stopped) return;
     this.#confirming = true;
     try {
       const up = await this.opts.probe();
       // Still failing (no success reset the count meanwhile) and not ready: Tollgate is down, not one call unlucky.
-      if (!up && this.#state === 'closed' && this.#failures > 0) this.#move('open');
+      if (!up && this.#state === 'closed' && (slowCall || this.#failures > 0)) this.#move('open');
     } finally {
       this.#confirming = false;
     }

@@ -109,7 +109,9 @@ export async function startSidecar(config: SidecarConfig) {
     log,
     onTransition: (to) => metrics.breaker(to),
   });
-  const tollgate = new Tollgate(gateway, breaker);
+  // A decision takes milliseconds; one still waiting after a quarter of the timeout (at most 500 ms) has the
+  // API's readiness read, which ends (at most a second later) before the timeout on a hung API.
+  const tollgate = new Tollgate(gateway, breaker, Math.min(500, config.decisionTimeoutMs / 4));
   const permissions = new PermissionsCache(tollgate, config.toolsCacheSeconds * 1000);
   const proxy = new McpProxy(config.upstreams, {
     tollgate,

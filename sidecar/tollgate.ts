@@ -52,15 +52,22 @@ export function isOutage(err: unknown): boolean {
   return !(err instanceof GatewayClientError);
 }
 
-/** The gateway client behind the circuit breaker: every call to the API is admitted (or refused) by it. */
+/**
+ * The gateway client behind the circuit breaker: every call to the API is admitted (or refused) by it. A
+ * call still waiting after `slowMs` makes the breaker read the API's readiness (`suspect`), so a hung API
+ * is found during the first call's wait, not after its timeout (0: never).
+ */
 export class Tollgate {
   constructor(
     readonly gateway: GatewayClient,
     readonly breaker: CircuitBreaker,
+    private readonly slowMs = 0,
   ) {}
 
   async run<T>(call: (gateway: GatewayClient) => Promise<T>): Promise<T> {
     const ticket = this.breaker.enter();
+    const slow = this.slowMs > 0 ? setTimeout(() => this.breaker.suspect(), this.slowMs) : undefined;
+    slow?.unref();
     try {
       const value = await call(this.gateway);
       this.breaker.done(ticket, true);
@@ -68,6 +75,8 @@ export class Tollgate {
     } catch (err) {
       this.breaker.done(ticket, !isOutage(err));
       throw err;
+    } finally {
+      clearTimeout(slow);
     }
   }
 }

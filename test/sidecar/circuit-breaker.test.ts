@@ -45,6 +45,20 @@ describe('CircuitBreaker', () => {
     b.stop();
   });
 
+  it('a slow call (suspect) opens it when the readiness check fails, with no failure yet; not while the API answers', async () => {
+    const down = breaker(5, false);
+    down.b.suspect();
+    await eventually(() => down.b.state === 'open', 2000, 'open');
+    expect(down.moves).toEqual(['open']);
+    down.b.stop();
+    const up = breaker(5, true);
+    up.b.suspect();
+    await new Promise((r) => setTimeout(r, 30));
+    expect(up.b.state).toBe('closed');
+    expect(up.moves).toEqual([]);
+    up.b.stop();
+  });
+
   it('while open, probes until the API answers; half-open admits one trial at a time; a failed trial opens it again, a good one closes it', async () => {
     const { b, moves, setUp } = breaker(1);
     b.done(b.enter(), false);
