@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,17 +6,20 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { freePort, postgresBinDir } from '../test/support/postgres-cluster.js';
 import { adminSession, benchDatabase } from './support.js';
-import { spawnTollgate, stop, waitForHttp } from '../test/support/processes.js';
+import { ROOT, spawnTollgate, stop, waitForHttp } from '../test/support/processes.js';
 
 /**
  * bench/decisions: N concurrent agents submitting allowed actions through `tollgate api` on a durable
  * PostgreSQL (synchronous_commit on), for one organisation and then spread over ten; beside it, on
  * the same database at the same concurrency, the rate of bare single-row insert transactions
- * (pgbench), and the ratio of the two.
+ * (pgbench), and the ratio of the two; and the floor: a minimal fastify endpoint doing one durable insert per
+ * request on a pool of the same size (bench/floor-server.ts), driven by the same client, so that the ratio to it
+ * separates the decision logic from "Node + HTTP + one write".
  */
 export async function benchDecisions(opts: { seconds: number; connections: number }) {
   const { cluster, runtimeUrl } = await benchDatabase();
   let api: ReturnType<typeof spawnTollgate> | undefined;
+  let floorServer: ChildProcess | undefined;
   try {
     const port = await freePort();
     // BENCH_CPU_PROF=<dir>: the API writes a V8 CPU profile there when it stops.
@@ -41,6 +44,15 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     const hot = await agentTokens(base, cluster.adminUrl('tollgate'), 1, opts.connections);
     const spread = await agentTokens(base, cluster.adminUrl('tollgate'), 10, Math.ceil(opts.connections / 10));
     const inserts = bareInserts(cluster.adminUrl('tollgate'), cluster.port, opts);
+    const floorPort = await freePort();
+    floorServer = spawn(process.execPath, ['--import', 'tsx', 'bench/floor-server.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', PORT: String(floorPort), DATABASE_URL: cluster.adminUrl('tollgate'), POOL_MAX: String(Math.max(10, opts.connections)) },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    await waitForHttp(`http://127.0.0.1:${floorPort}/healthz`, 30_000);
+    const floorRun = await load(`http://127.0.0.1:${floorPort}`, ['floor'], opts, undefined, '/floor');
+    const floor = floorRun.requests.average;
 
     const results = [];
     const row = (name: string, r: autocannon.Result) => ({
@@ -50,7 +62,10 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
       p99_ms: r.latency.p99,
       bare_insert_tps: Math.round(inserts),
       ratio: Number((r.requests.average / inserts).toFixed(2)),
+      floor_rps: Math.round(floor),
+      ratio_to_floor: Number((r.requests.average / floor).toFixed(2)),
     });
+    results.push(row('floor: fastify + one durable insert per request', floorRun));
     const hottest = await load(base, hot, opts);
     results.push(row('one organisation', hottest));
     // The latency target is set at 70% of the maximum: the same agents, paced to that rate.
@@ -60,6 +75,7 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     return results;
   } finally {
     await stop(api);
+    await stop(floorServer);
     cluster.stop();
   }
 }
@@ -86,11 +102,11 @@ async function agentTokens(base: string, adminUrl: string, orgs: number, perOrg:
   return tokens;
 }
 
-function load(base: string, tokens: string[], opts: { seconds: number; connections: number }, overallRate?: number) {
+function load(base: string, tokens: string[], opts: { seconds: number; connections: number }, overallRate?: number, route = '/api/v1/actions') {
   let n = 0;
   const body = JSON.stringify({ tool: 'crm.lookup_customer', target: 'crm://customers/42', parameters: { customer_id: '42' } });
   return autocannon({
-    url: `${base}/api/v1/actions`,
+    url: `${base}${route}`,
     connections: opts.connections,
     duration: opts.seconds,
     ...(overallRate ? { overallRate } : {}),
