@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createServer } from 'node:http';
@@ -8,7 +8,7 @@ import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import { freePort } from '../test/support/postgres-cluster.js';
 import { spawnTollgate, stop, waitForHttp } from '../test/support/processes.js';
-import { adminSession, benchDatabase } from './support.js';
+import { adminSession, benchDatabase, boundAgent } from './support.js';
 
 /** CPU seconds (user + system) a process has used so far, from /proc. */
 function cpuSeconds(pid: number): number {
@@ -41,23 +41,9 @@ export async function benchSidecar(opts: { seconds: number; rate: number; connec
     await waitForHttp(`${base}/healthz`, 60_000, api);
     const { call } = await adminSession(base, cluster.adminUrl('tollgate'), 'Bench sidecar');
     const tools = (await call('GET', '/tools')).items as { id: string; tool_key: string }[];
-    const agent = await call('POST', '/agents', { name: 'Bench sidecar agent' });
-    await call('POST', `/agents/${agent.id}/permissions`, {
-      target_kind: 'tool',
-      target_id: tools.find((t) => t.tool_key === 'crm.lookup_customer')!.id,
-      actions: ['invoke'],
-    });
-    const identity = await call('POST', `/agents/${agent.id}/identities`);
+    const crm = tools.find((t) => t.tool_key === 'crm.lookup_customer')!;
     const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-sidecar-'));
-    writeFileSync(path.join(dir, 'client-id'), identity.client_id);
-    writeFileSync(path.join(dir, 'client-secret'), identity.client_secret);
-    const token = (await (
-      await fetch(`${base}/api/v1/identities/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'client_credentials', client_id: identity.client_id, client_secret: identity.client_secret }),
-      })
-    ).json()) as { access_token: string };
+    const { token } = await boundAgent(base, call, crm.id, 'Bench sidecar agent', dir);
 
     const sidecarPort = await freePort();
     sidecar = spawnTollgate(['sidecar'], {
@@ -81,7 +67,7 @@ export async function benchSidecar(opts: { seconds: number; rate: number; connec
         if (r.non2xx > 0 || r.errors > 0) throw new Error(`sidecar bench: ${r.non2xx} non-2xx, ${r.errors} errors`);
         return r;
       });
-    const direct = () => ({ authorization: `Bearer ${token.access_token}`, 'idempotency-key': `bench-${randomUUID()}` });
+    const direct = () => ({ authorization: `Bearer ${token}`, 'idempotency-key': `bench-${randomUUID()}` });
     // Warm both paths (JIT, connections, the sidecar's token), then measure.
     await run(`${base}/api/v1/actions`, direct);
     await run(`http://127.0.0.1:${sidecarPort}/v1/actions`, () => ({}));

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { migrate } from '../api/db/database.js';
@@ -51,4 +53,22 @@ export async function adminSession(base: string, adminUrl: string, name: string)
     return res.json() as Promise<any>;
   };
   return { call, tenant: session.tenant };
+}
+
+/**
+ * An agent bound to one tool (`invoke`), its identity's credential written into `dir` as the files
+ * `client-id` and `client-secret` (what the sidecar reads), and a token exchanged for it.
+ */
+export async function boundAgent(base: string, call: (method: string, url: string, body?: unknown) => Promise<any>, toolId: string, name: string, dir: string) {
+  const agent = await call('POST', '/agents', { name });
+  await call('POST', `/agents/${agent.id}/permissions`, { target_kind: 'tool', target_id: toolId, actions: ['invoke'] });
+  const identity = await call('POST', `/agents/${agent.id}/identities`);
+  writeFileSync(path.join(dir, 'client-id'), identity.client_id);
+  writeFileSync(path.join(dir, 'client-secret'), identity.client_secret);
+  const res = await fetch(`${base}/api/v1/identities/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ grant_type: 'client_credentials', client_id: identity.client_id, client_secret: identity.client_secret }),
+  });
+  return { agentId: agent.id as string, token: ((await res.json()) as { access_token: string }).access_token };
 }

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { freshDatabase } from '../support/harness.js';
 import { loopbackServingCert, startKube, type KubeCluster } from '../support/kube-cluster.js';
+import { HttpClient } from '../support/http-client.js';
 import { eventually, installCrds, kubectlFor } from '../support/kubectl.js';
 import { startPaymentsMcpServer } from '../support/mcp-server.js';
 import { freePort } from '../support/postgres-cluster.js';
@@ -402,7 +403,7 @@ describe('the image reproduced in a temp dir: its runtime stage starts every com
     expect((await fetch(`${apiUrl}/readyz`)).status).toBe(200);
     expect(existsSync(path.join(dir, 'data', 'pgdata'))).toBe(true);
 
-    const http = new Browser(`${apiUrl}/api/v1`);
+    const http = new HttpClient(`${apiUrl}/api/v1`);
     expect((await http.post('/auth/dev-login', { email: 'image@example.com' })).status).toBe(200);
     const onboard = await http.post('/tenants/onboard', { name: 'Image', slug: 'image-test', primary_region: 'eu-west', admin_display_name: 'Ima Ge' });
     expect(onboard.status).toBe(201);
@@ -533,32 +534,3 @@ function filesOf(dir: string): Map<string, string> {
   return files;
 }
 
-/** fetch with a cookie jar and the CSRF header, as a browser signs in. */
-class Browser {
-  private readonly jar = new Map<string, string>();
-  constructor(private readonly base: string) {}
-
-  async request(method: string, p: string, body?: unknown): Promise<{ status: number; json: any }> {
-    const headers: Record<string, string> = {};
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    if (this.jar.size) headers.cookie = [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
-    const csrf = this.jar.get('tollgate_csrf');
-    if (method !== 'GET' && csrf) headers['x-csrf-token'] = csrf;
-    const res = await fetch(`${this.base}${p}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const i = pair!.indexOf('=');
-      const value = pair!.slice(i + 1).trim();
-      if (value === '' || /max-age=0/i.test(c)) this.jar.delete(pair!.slice(0, i).trim());
-      else this.jar.set(pair!.slice(0, i).trim(), value);
-    }
-    const text = await res.text();
-    return { status: res.status, json: text ? JSON.parse(text) : undefined };
-  }
-  get(p: string) {
-    return this.request('GET', p);
-  }
-  post(p: string, body: unknown) {
-    return this.request('POST', p, body);
-  }
-}

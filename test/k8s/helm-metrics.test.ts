@@ -17,7 +17,7 @@ import { cachedBuild, ROOT } from '../support/processes.js';
  * The chart's monitoring objects (docs/metrics.md): off by default; on, a ServiceMonitor for the API and one
  * for the controller (with the controller's metrics Service), a PodMonitor for the sidecars and the Grafana
  * dashboard's ConfigMap, checked field by field; the dashboard reads only metrics the code registers; and on
- * the real API server, with the Prometheus Operator's own CRDs (scripts/fetch-prometheus-operator-crds.sh),
+ * the real API server, with the Prometheus Operator's own CRDs (scripts/fetch-module-files.sh),
  * the rendered monitors pass `kubectl apply --dry-run=server` and broken ones are refused.
  */
 
@@ -26,6 +26,9 @@ const CHART = path.join(ROOT, 'charts', 'tollgate');
 const NS = 'tollgate-system';
 const RELEASE = 'tg';
 const FULL = 'tg-tollgate';
+/** The operator release whose ServiceMonitor and PodMonitor CRDs the chart's monitors are validated against. */
+const PROMETHEUS_OPERATOR = 'github.com/prometheus-operator/prometheus-operator@v0.85.0';
+const MONITOR_CRDS = ['monitoring.coreos.com_servicemonitors.yaml', 'monitoring.coreos.com_podmonitors.yaml'];
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 interface K8sObject {
@@ -118,9 +121,9 @@ describe('chart: metrics objects (docs/metrics.md)', () => {
     kube.catch(() => undefined);
     helmBin = process.env.HELM ?? path.join(await cachedBuild('build-helm.sh'), 'helm');
     try {
-      crdDir = await cachedBuild('fetch-prometheus-operator-crds.sh');
+      crdDir = await cachedBuild('fetch-module-files.sh', [PROMETHEUS_OPERATOR, 'example/prometheus-operator-crd', ...MONITOR_CRDS]);
     } catch (err) {
-      crdProblem = `the Prometheus Operator CRDs could not be fetched (scripts/fetch-prometheus-operator-crds.sh): ${(err as Error).message}`;
+      crdProblem = `the Prometheus Operator CRDs could not be fetched (scripts/fetch-module-files.sh): ${(err as Error).message}`;
     }
     cluster = await kube;
   }, 30 * 60_000);
@@ -260,7 +263,7 @@ describe('chart: metrics objects (docs/metrics.md)', () => {
     }
     const kube = cluster!;
     const kubectl = (args: string[], input?: string) => kubectlRaw(kube, args, input);
-    for (const f of ['monitoring.coreos.com_servicemonitors.yaml', 'monitoring.coreos.com_podmonitors.yaml']) {
+    for (const f of MONITOR_CRDS) {
       await kubectl(['apply', '--server-side', '-f', path.join(crdDir, f)]);
     }
     await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/servicemonitors.monitoring.coreos.com', 'crd/podmonitors.monitoring.coreos.com']);

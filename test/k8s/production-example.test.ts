@@ -11,7 +11,7 @@ import { cachedBuild, ROOT } from '../support/processes.js';
 
 /**
  * examples/production/: PostgreSQL high availability with CloudNativePG. The operator's own `Cluster` CRD
- * (scripts/fetch-cnpg-crd.sh, from its Go module) is applied to a real API server, and the example's
+ * (scripts/fetch-module-files.sh, from its Go module) is applied to a real API server, and the example's
  * manifests pass `kubectl apply --dry-run=server`, so the API server validates them against the real schema
  * (the operator's admission webhook does not run here). The Cluster, the runtime role's Secret and the chart
  * values name the same roles, database and Secrets; `helm template -f values-production.yaml` renders objects
@@ -23,6 +23,9 @@ const DIR = path.join(ROOT, 'examples', 'production');
 const DATABASE = path.join(DIR, 'database');
 const CHART = path.join(ROOT, 'charts', 'tollgate');
 const NS = 'tollgate-system';
+/** The operator release whose Cluster CRD the example is validated against, and the CRD's file in its module. */
+const CNPG = 'github.com/cloudnative-pg/cloudnative-pg@v1.27.0';
+const CNPG_CRD = 'postgresql.cnpg.io_clusters.yaml';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 const docs = (file: string): Json[] =>
@@ -47,9 +50,9 @@ describe('examples/production: PostgreSQL HA with CloudNativePG', () => {
     helmBin = process.env.HELM ?? path.join(await cachedBuild('build-helm.sh'), 'helm');
     let crd = '';
     try {
-      crd = await cachedBuild('fetch-cnpg-crd.sh');
+      crd = path.join(await cachedBuild('fetch-module-files.sh', [CNPG, 'config/crd/bases', CNPG_CRD]), CNPG_CRD);
     } catch (err) {
-      crdProblem = `the CloudNativePG CRD could not be fetched (scripts/fetch-cnpg-crd.sh): ${(err as Error).message}`;
+      crdProblem = `the CloudNativePG CRD could not be fetched (scripts/fetch-module-files.sh): ${(err as Error).message}`;
     }
     kube = await started;
     await kubectl(['create', 'namespace', NS]);

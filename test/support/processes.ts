@@ -56,8 +56,8 @@ export async function stop(child: ChildProcess | undefined): Promise<void> {
  * what is missing (minutes on a fresh machine, its progress shown on stderr) and prints the cache
  * directory last on stdout, which this answers.
  */
-export async function cachedBuild(script: string): Promise<string> {
-  const child = spawn('bash', [path.join(ROOT, 'scripts', script)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function cachedBuild(script: string, args: string[] = []): Promise<string> {
+  const child = spawn('bash', [path.join(ROOT, 'scripts', script), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
