@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-import { ConfigError, loadCheckedConfig, type Config } from './api/config.js';
-import { migrate, openOwnerDatabase } from './api/db/database.js';
-import { startApi } from './api/server.js';
+// No module of a command is imported here: each command loads its own code when it runs, so `tollgate
+// sidecar` (one per agent pod) loads neither the API nor the Kubernetes client (docs/sidecar.md, Footprint).
+import type { Config } from './api/config.js';
 
 const USAGE = `usage: tollgate <command>
 
@@ -38,6 +38,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`tollgate: unknown command "${command}"\n\n${USAGE}`);
     return 2;
   }
+  const { ConfigError, loadCheckedConfig } = await import('./api/config.js');
   let config;
   try {
     config = loadCheckedConfig(process.env);
@@ -56,6 +57,7 @@ async function main(argv: string[]): Promise<number> {
       );
       return 78;
     }
+    const { migrate, openOwnerDatabase } = await import('./api/db/database.js');
     const db = openOwnerDatabase(config.migrationDatabaseUrl);
     try {
       const applied = await migrate(db, config.runtimeRole);
@@ -66,10 +68,10 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'worker') {
-    // Loaded on demand, as the controller and the sidecar are.
     const { runWorker } = await import('./worker/worker.js');
     return runWorker(config);
   }
+  const { startApi } = await import('./api/server.js');
   await startApi(config);
   return -1; // keeps running
 }
@@ -155,7 +157,7 @@ async function runEvidence(args: string[]): Promise<number> {
     process.stderr.write(`tollgate evidence verify: ${(err as Error).message}\n`);
     return 2;
   }
-  // Loaded on demand, as the controller is: the verifier is pure (docs/evidence.md).
+  // The verifier is pure (docs/evidence.md): no configuration, no database.
   const { describeVerdict, verifyBundle } = await import('./api/modules/evidence/verify-bundle.js');
   const verdict = await verifyBundle(archive, checkpoints);
   process.stdout.write(`${describeVerdict(verdict).join('\n')}\n`);
@@ -164,7 +166,6 @@ async function runEvidence(args: string[]): Promise<number> {
 
 /** `tollgate controller`: runs until SIGTERM or SIGINT, then finishes what is in flight and releases its Lease. */
 async function runController(): Promise<number> {
-  // Loaded on demand: the API does not need the Kubernetes client.
   const { ControllerConfigError, controllerConfig, startController } = await import('./controller/main.js');
   let config;
   try {
@@ -198,7 +199,17 @@ async function runSidecar(): Promise<number> {
     }
     throw err;
   }
-  const running = await startSidecar(config);
+  let running;
+  try {
+    running = await startSidecar(config);
+  } catch (err) {
+    // Where it was told to listen is unusable (a socket path that is a file, or in use).
+    if (err instanceof SidecarConfigError) {
+      process.stderr.write(`tollgate sidecar: refusing to start, ${err.message}\n`);
+      return 78;
+    }
+    throw err;
+  }
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);

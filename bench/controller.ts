@@ -5,7 +5,8 @@ import { loadKubeConfig } from '../controller/kube.js';
 import { freePort } from '../test/support/postgres-cluster.js';
 import { startKube } from '../test/support/kube-cluster.js';
 import { installCrds, kubectlRaw } from '../test/support/kubectl.js';
-import { spawnTollgate, stop, waitForHttp } from '../test/support/processes.js';
+import { spawnBuiltTollgate, stop, waitForHttp } from '../test/support/processes.js';
+import { atMost, record } from './results.js';
 import { adminSession, benchDatabase } from './support.js';
 
 type Listed = { items: { status?: { conditions?: { type: string; status: string }[] } }[] };
@@ -18,12 +19,12 @@ type Listed = { items: { status?: { conditions?: { type: string; status: string 
 export async function benchController(opts: { agents: number; workers: number }) {
   const { cluster: pg, runtimeUrl } = await benchDatabase();
   const kube = await startKube();
-  let api: ReturnType<typeof spawnTollgate> | undefined;
-  let controller: ReturnType<typeof spawnTollgate> | undefined;
+  let api: ReturnType<typeof spawnBuiltTollgate> | undefined;
+  let controller: ReturnType<typeof spawnBuiltTollgate> | undefined;
   try {
     await installCrds(kube);
     const port = await freePort();
-    api = spawnTollgate(['api'], {
+    api = spawnBuiltTollgate(['api'], {
       PORT: String(port),
       DATABASE_URL: runtimeUrl,
       DATABASE_POOL_MAX: '20',
@@ -37,7 +38,7 @@ export async function benchController(opts: { agents: number; workers: number })
     const sa = await call('POST', '/service-accounts', { name: 'bench-controller' });
     // BENCH_CPU_PROF=<dir>: the controller writes a V8 CPU profile there when it stops.
     const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-    controller = spawnTollgate(['controller'], {
+    controller = spawnBuiltTollgate(['controller'], {
       KUBECONFIG: kube.kubeconfigPath,
       TOLLGATE_API_URL: base,
       TOLLGATE_CLIENT_ID: sa.client_id,
@@ -85,6 +86,7 @@ export async function benchController(opts: { agents: number; workers: number })
     const readyMs = Date.now() - started;
     const registered = (await call('GET', '/agents?limit=1&q=bench-agent-0')).items.length;
     if (registered !== 1) throw new Error('bench-agent-0 is not in the registry');
+    record('controller', `${opts.agents} Agent resources applied until all Ready`, Number((readyMs / 1000).toFixed(1)), 's', atMost(60));
     return [
       {
         agents: opts.agents,

@@ -1,9 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { SIDECAR_NODE_OPTIONS } from '../controller/webhook/inject.js';
 import { startPaymentsMcpServer } from '../test/support/mcp-server.js';
 import { freePort } from '../test/support/postgres-cluster.js';
-import { spawnTollgate, stop, waitForHttp } from '../test/support/processes.js';
+import { spawnBuiltTollgate, stop, waitForHttp } from '../test/support/processes.js';
 import { adminSession, benchDatabase, boundAgent } from './support.js';
 
 /**
@@ -15,8 +16,8 @@ export async function mcpSidecar(name: string, sidecarLogLevel = 'warn') {
   const { cluster, runtimeUrl } = await benchDatabase();
   const mcp = await startPaymentsMcpServer();
   const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-mcp-'));
-  let api: ReturnType<typeof spawnTollgate> | undefined;
-  let sidecar: ReturnType<typeof spawnTollgate> | undefined;
+  let api: ReturnType<typeof spawnBuiltTollgate> | undefined;
+  let sidecar: ReturnType<typeof spawnBuiltTollgate> | undefined;
   const close = async () => {
     if (api?.exitCode === null) api.kill('SIGCONT');
     await stop(sidecar);
@@ -27,7 +28,7 @@ export async function mcpSidecar(name: string, sidecarLogLevel = 'warn') {
   };
   try {
     const port = await freePort();
-    api = spawnTollgate(['api'], {
+    api = spawnBuiltTollgate(['api'], {
       PORT: String(port),
       DATABASE_URL: runtimeUrl,
       LOG_LEVEL: 'warn',
@@ -44,14 +45,19 @@ export async function mcpSidecar(name: string, sidecarLogLevel = 'warn') {
     const tool = await call('POST', '/tools', { tool_key: 'payments.lookup', name: 'Look up a payee', mcp_server_id: server.id, privilege_class: 'read' });
     const { token } = await boundAgent(base, call, tool.id, `${name} agent`, dir);
     const sidecarPort = await freePort();
-    sidecar = spawnTollgate(['sidecar'], {
-      TOLLGATE_API_URL: base,
-      TOLLGATE_IDENTITY_DIR: dir,
-      TOLLGATE_SIDECAR_PORT: String(sidecarPort),
-      TOLLGATE_SIDECAR_METRICS_PORT: 'off',
-      TOLLGATE_MCP_UPSTREAMS: JSON.stringify([{ name: 'payments', url: mcp.url, toolPrefix: 'payments' }]),
-      LOG_LEVEL: sidecarLogLevel,
-    });
+    // With the V8 options the injection webhook gives the sidecar in a pod.
+    sidecar = spawnBuiltTollgate(
+      ['sidecar'],
+      {
+        TOLLGATE_API_URL: base,
+        TOLLGATE_IDENTITY_DIR: dir,
+        TOLLGATE_SIDECAR_PORT: String(sidecarPort),
+        TOLLGATE_SIDECAR_METRICS_PORT: 'off',
+        TOLLGATE_MCP_UPSTREAMS: JSON.stringify([{ name: 'payments', url: mcp.url, toolPrefix: 'payments' }]),
+        LOG_LEVEL: sidecarLogLevel,
+      },
+      SIDECAR_NODE_OPTIONS.split(' '),
+    );
     await waitForHttp(`http://127.0.0.1:${sidecarPort}/healthz`, 30_000, sidecar);
     return { api, base, mcpUrl: mcp.url, token, sidecarUrl: `http://127.0.0.1:${sidecarPort}/mcp/payments`, close };
   } catch (err) {

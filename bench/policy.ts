@@ -9,15 +9,18 @@ import {
   type Rule,
   type Snapshot,
 } from '../api/modules/gateway/index.js';
+import { atLeast, record } from './results.js';
 
 /**
  * bench/policy: the pure decision engine (every step, no I/O) on a realistic snapshot: 50 published
  * policies, 200 rules, 30% of their conditions CEL, evaluated over a mix of requests. Rules are
  * compiled once, outside the timed loop, as the gateway does per published version. Figures are CPU
- * time of this single-threaded process (process.cpuUsage), so they read per core.
+ * time of this single-threaded process (process.cpuUsage), so they read per core. The workload's parts
+ * are exported so a profiling driver (`node --cpu-prof`) can run the same rules and requests.
  */
-/** The target: evaluations per second on one core. */
-const TARGET_PER_SECOND = 50_000;
+/** The targets (issue 20): evaluations per second on one core, and simulations with `explain`. */
+const TARGET_PER_SECOND = 100_000;
+const EXPLAIN_TARGET_PER_SECOND = 20_000;
 
 const POLICIES = 50;
 const RULES = 200;
@@ -69,7 +72,7 @@ const CEL_CONDITIONS: Array<(n: number) => string> = [
 ];
 
 /** 50 policies of four rules, conditions 1-3 per rule, 30% of them CEL (celShare 0 for the comparison). */
-function policyRules(celShare = CEL_SHARE): { rules: CompiledRule[]; conditions: number; cel: number } {
+export function policyRules(celShare = CEL_SHARE): { rules: CompiledRule[]; conditions: number; cel: number } {
   const random = seeded(42);
   // Deny rules are the narrowest (three conditions), allow rules the broadest (one).
   const effects: Effect[] = ['allow', 'require_approval', 'deny'];
@@ -125,7 +128,7 @@ const REQUESTS: ActionRequest[] = [
   { tool: 'storage.delete_object', operation: 'invoke', target: 's3://prod-ledger/2026/11.csv', parameters: { path: 's3://prod-ledger/2026/11.csv' }, environment: 'production' },
 ];
 
-function snapshot(rules: CompiledRule[]): Snapshot {
+export function snapshot(rules: CompiledRule[]): Snapshot {
   const tool = (key: string, id: string, privilegeClass: 'read' | 'write' | 'destructive' | 'financial', approvalClass: 'none' | 'single') => ({
     id,
     key,
@@ -158,7 +161,7 @@ function snapshot(rules: CompiledRule[]): Snapshot {
   };
 }
 
-function inputs(explain: boolean): DecisionInput[] {
+export function inputs(explain: boolean): DecisionInput[] {
   const agent = { id: 'agent-bench', status: 'active' as const, gatewayAccess: true, environment: 'production', criticality: 'high', dataClassification: 'confidential' };
   // Two times of day, so time conditions go both ways.
   return ['2026-11-23T09:30:00.000Z', '2026-11-28T05:00:00.000Z'].flatMap((now) =>
@@ -185,21 +188,27 @@ function measure(snap: Snapshot, requests: DecisionInput[], seconds: number) {
 export function benchPolicy(seconds = 2) {
   const full = policyRules();
   const plain = policyRules(0);
-  const row = (workload: string, m: ReturnType<typeof measure>) => {
+  const row = (workload: string, m: ReturnType<typeof measure>, target?: number) => {
     const share = (k: Effect) => Math.round((100 * m.outcomes[k]) / m.n);
     return {
       workload,
       evaluations_per_second_per_core: Math.round(m.perSecond),
       microseconds_per_evaluation: Number(m.microseconds.toFixed(1)),
-      target_per_second: TARGET_PER_SECOND,
-      meets_target: m.perSecond >= TARGET_PER_SECOND,
+      target_per_second: target ?? '',
+      meets_target: target === undefined ? '' : m.perSecond >= target,
       'allow/approval/deny %': `${share('allow')}/${share('require_approval')}/${share('deny')}`,
     };
   };
   const label = (r: typeof full) => `${r.rules.length} rules, ${r.conditions} conditions, ${Math.round((100 * r.cel) / r.conditions)}% CEL`;
+  const gateway = measure(snapshot(full.rules), inputs(false), seconds);
+  const explain = measure(snapshot(full.rules), inputs(true), seconds);
+  const noCel = measure(snapshot(plain.rules), inputs(false), seconds);
+  record('policy', 'evaluations per second per core, 200 rules, 30% CEL', Math.round(gateway.perSecond), '/s', atLeast(TARGET_PER_SECOND));
+  record('policy', 'explain (simulation) per second', Math.round(explain.perSecond), '/s', atLeast(EXPLAIN_TARGET_PER_SECOND));
+  record('policy', 'evaluations per second per core, 200 rules, no CEL', Math.round(noCel.perSecond), '/s');
   return [
-    row(`${label(full)} (gateway)`, measure(snapshot(full.rules), inputs(false), seconds)),
-    row(`${label(full)}, explain (simulation)`, measure(snapshot(full.rules), inputs(true), seconds)),
-    row(`${label(plain)} (gateway, for comparison)`, measure(snapshot(plain.rules), inputs(false), seconds)),
+    row(`${label(full)} (gateway)`, gateway, TARGET_PER_SECOND),
+    row(`${label(full)}, explain (simulation)`, explain, EXPLAIN_TARGET_PER_SECOND),
+    row(`${label(plain)} (gateway, for comparison)`, noCel),
   ];
 }

@@ -1,20 +1,26 @@
+import { execFileSync } from 'node:child_process';
 import { benchApiRequests } from './api-requests.js';
 import { benchBreaker } from './breaker.js';
 import { benchController } from './controller.js';
 import { benchDecisions } from './decisions.js';
 import { benchGraph } from './graph.js';
 import { benchMcpProxy } from './mcp-proxy.js';
+import { benchMemory } from './memory.js';
 import { benchPolicy } from './policy.js';
 import { benchRisk } from './risk.js';
+import { writeResults } from './results.js';
 import { benchSidecar } from './sidecar.js';
 import { benchTokenVerify } from './token-verify.js';
 
 /**
  * `make bench`: every benchmark, printed as tables. BENCH_SECONDS and BENCH_CONNECTIONS tune the HTTP
- * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, controller, sidecar, mcp-proxy, breaker, risk, graph). BENCH_AGENTS sets
+ * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, controller, sidecar, mcp-proxy, breaker, risk, graph, memory). BENCH_AGENTS sets
  * the concurrency of the decisions benchmark (default 32); BENCH_CONTROLLER_AGENTS the Agent resources of the
  * controller benchmark (default 1000) and BENCH_CONTROLLER_WORKERS its reconciles in flight per kind (default 4).
  */
+// The processes measured run dist/cli.js, the product as shipped: build it first when the sources changed.
+execFileSync('make', ['-s', 'build'], { stdio: 'inherit' });
+
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const only = process.env.BENCH_ONLY;
@@ -74,3 +80,17 @@ if (!only || only === 'breaker') {
   console.log(`breaker: one agent calling through tollgate sidecar's MCP proxy while tollgate api is stopped with SIGSTOP; ${refusals} calls after the first ten (targets: one call waits for the 2 s timeout, refusals <= 50 ms)`);
   console.table(await benchBreaker({ refusals }));
 }
+
+if (!only || only === 'memory') {
+  const maxSettleSeconds = Number(process.env.BENCH_MEMORY_SETTLE_SECONDS ?? 150);
+  console.log(`memory: tollgate api on durable PostgreSQL and on the embedded database, start-up and RSS, idle once V8's memory reducer has run (up to ${maxSettleSeconds} s) (targets: <= 120 MB on PostgreSQL, <= 400 MB embedded)`);
+  console.table(await benchMemory({ maxSettleSeconds }));
+}
+
+let commit = 'unknown';
+try {
+  commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+} catch {
+  // not a git checkout: the results say so
+}
+writeResults(commit);

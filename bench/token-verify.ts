@@ -2,6 +2,7 @@ import { buildApp } from '../api/app.js';
 import { loadConfig } from '../api/config.js';
 import { openDatabase } from '../api/db/database.js';
 import { api, Client } from '../test/support/harness.js';
+import { record } from './results.js';
 
 /**
  * Cost of verifying an agent token as a gateway operation does: the Ed25519 signature and claims
@@ -36,7 +37,7 @@ export async function benchTokenVerify(iterations: number) {
     };
     // Emptying the verified-token cache each time measures a token's first use: the Ed25519 check.
     const verified = (tokens as unknown as { verified: { clear(): void } }).verified;
-    return [
+    const rows = [
       await run('first use: signature and claims', () => {
         verified.clear();
         return tokens.verify(token);
@@ -44,6 +45,8 @@ export async function benchTokenVerify(iterations: number) {
       await run('reuse: claims and expiry (verified-token cache)', () => tokens.verify(token)),
       await run('gateway path: token and revocation (both cached)', async () => revocations.check(await tokens.verify(token))),
     ];
+    for (const row of rows) record('token-verify', row.step, row.microseconds_per_token, 'µs');
+    return rows;
   } finally {
     await app.close();
     await database.close();

@@ -44,6 +44,9 @@ export class Transport {
     this.#timeoutMs = timeouts.timeoutMs;
     this.#agent = new Agent({
       connect: { timeout: timeouts.connectTimeoutMs },
+      // Warm connections between calls at low load too (undici's default keeps an idle one 4 s, unless the
+      // server's keep-alive hint says otherwise; the API keeps them 72 s).
+      keepAliveTimeout: 30_000,
       headersTimeout: timeouts.timeoutMs,
       bodyTimeout: timeouts.timeoutMs,
     });

@@ -1,11 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pino } from 'pino';
 import { GatewayClient } from '../client/index.js';
 import { CircuitBreaker } from './breaker.js';
 import { McpProxy, type ToolsListMode, type Upstream } from './mcp-proxy.js';
 import { SidecarMetrics, startMetricsServer } from './metrics.js';
-import { startSidecarServer } from './server.js';
+import { SidecarListenError, startSidecarServer } from './server.js';
 import { PermissionsCache, Tollgate } from './tollgate.js';
 
 export class SidecarConfigError extends Error {}
@@ -14,6 +14,8 @@ export interface SidecarConfig {
   apiUrl: string;
   identityDir: string;
   port: number;
+  /** A Unix domain socket to listen on besides the loopback port (null: none). */
+  socket: string | null;
   upstreams: Upstream[];
   approvalWaitSeconds: number;
   /** One decision as a whole (token exchange, request, retry); the approval wait is apart. */
@@ -29,6 +31,8 @@ export interface SidecarConfig {
 }
 
 const NAME = /^[A-Za-z0-9._-]{1,100}$/;
+/** sun_path holds 108 bytes on Linux, the terminating NUL included. */
+const MAX_SOCKET_PATH = 107;
 /** While the breaker is open, the API's readiness is read this often. */
 const PROBE_INTERVAL_MS = 1000;
 
@@ -50,6 +54,7 @@ export function sidecarConfig(env: NodeJS.ProcessEnv): SidecarConfig {
   }
   const port = Number(env.TOLLGATE_SIDECAR_PORT ?? 15080);
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new SidecarConfigError('TOLLGATE_SIDECAR_PORT must be a port number');
+  const socket = socketPathOf(env.TOLLGATE_SIDECAR_SOCKET);
   const wait = Number(env.TOLLGATE_APPROVAL_WAIT_SECONDS ?? 0);
   if (!Number.isFinite(wait) || wait < 0 || wait > 900) throw new SidecarConfigError('TOLLGATE_APPROVAL_WAIT_SECONDS must be 0 to 900');
   let upstreams: Upstream[] = [];
@@ -76,6 +81,7 @@ export function sidecarConfig(env: NodeJS.ProcessEnv): SidecarConfig {
     apiUrl,
     identityDir,
     port,
+    socket,
     upstreams,
     approvalWaitSeconds: wait,
     decisionTimeoutMs: integer(env, 'TOLLGATE_DECISION_TIMEOUT_MS', 2000, 100, 60_000),
@@ -85,6 +91,22 @@ export function sidecarConfig(env: NodeJS.ProcessEnv): SidecarConfig {
     metricsPort,
     logLevel: env.LOG_LEVEL ?? 'info',
   };
+}
+
+/** TOLLGATE_SIDECAR_SOCKET: an absolute path short enough for a socket, in a directory that exists. */
+function socketPathOf(raw: string | undefined): string | null {
+  if (raw === undefined || raw === '') return null;
+  if (!path.isAbsolute(raw)) throw new SidecarConfigError('TOLLGATE_SIDECAR_SOCKET must be an absolute path');
+  if (Buffer.byteLength(raw) > MAX_SOCKET_PATH) throw new SidecarConfigError(`TOLLGATE_SIDECAR_SOCKET must be at most ${MAX_SOCKET_PATH} bytes (a Unix socket's limit)`);
+  const dir = path.dirname(raw);
+  let isDir = false;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {
+    // reported below
+  }
+  if (!isDir) throw new SidecarConfigError(`TOLLGATE_SIDECAR_SOCKET: the directory ${dir} does not exist (mount the pod's shared volume there)`);
+  return raw;
 }
 
 /** Starts the sidecar; the credentials are read from the mounted files at every token exchange. */
@@ -121,12 +143,20 @@ export async function startSidecar(config: SidecarConfig) {
     approvalWaitSeconds: config.approvalWaitSeconds,
     toolsList: config.toolsList,
   });
-  await proxy.start();
-  const server = await startSidecarServer({ tollgate, permissions, proxy, metrics, port: config.port, log });
+  let server;
+  try {
+    server = await startSidecarServer({ tollgate, permissions, proxy, metrics, port: config.port, socket: config.socket, log });
+  } catch (err) {
+    await proxy.close();
+    await gateway.close();
+    if (err instanceof SidecarListenError) throw new SidecarConfigError(err.message);
+    throw err;
+  }
   const metricsServer = config.metricsPort === null ? null : await startMetricsServer(metrics, config.metricsPort);
   log.info(
     {
       port: server.port,
+      socket: server.socket,
       metrics_port: metricsServer?.port ?? null,
       upstreams: config.upstreams.map((u) => u.name),
       decision_timeout_ms: config.decisionTimeoutMs,
@@ -137,6 +167,7 @@ export async function startSidecar(config: SidecarConfig) {
   );
   return {
     port: server.port,
+    socket: server.socket,
     metricsPort: metricsServer?.port ?? null,
     async stop() {
       breaker.stop();

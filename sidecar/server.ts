@@ -1,4 +1,6 @@
+import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import {
@@ -25,6 +27,8 @@ export interface SidecarServerOptions {
   proxy: McpProxy;
   metrics: SidecarMetrics;
   port: number;
+  /** A Unix domain socket to listen on as well (null: the loopback port only). */
+  socket: string | null;
   log: Logger;
 }
 
@@ -81,18 +85,21 @@ const OUTCOME_OF_DECISION: Record<ActionResult['decision'], CallOutcome> = { all
  * the answer is 503 `gateway_unavailable` and nothing runs. Requests whose Host is not the loopback
  * address are refused (DNS rebinding). docs/sidecar.md has the table of answers.
  */
-export async function startSidecarServer(opts: SidecarServerOptions): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+export async function startSidecarServer(
+  opts: SidecarServerOptions,
+): Promise<{ server: Server; port: number; socket: string | null; close(): Promise<void> }> {
   const { tollgate, permissions, proxy, metrics, log } = opts;
   let allowedHosts = new Set<string>();
 
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse, onSocket: boolean) => {
     const arrived = performance.now();
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       if (res.headersSent) return;
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify(body));
     };
-    if (!allowedHosts.has(req.headers.host ?? '')) return send(421, envelope('misdirected_request', 'call the sidecar as 127.0.0.1 or localhost'));
+    // A browser cannot open a Unix socket, so DNS rebinding concerns the loopback port only.
+    if (!onSocket && !allowedHosts.has(req.headers.host ?? '')) return send(421, envelope('misdirected_request', 'call the sidecar as 127.0.0.1 or localhost'));
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     let kind: CallKind | undefined;
     const answer = (outcome: CallOutcome, status: number, body: unknown, headers?: Record<string, string>) => {
@@ -104,8 +111,7 @@ export async function startSidecarServer(opts: SidecarServerOptions): Promise<{ 
       const mcp = /^\/mcp\/([A-Za-z0-9._-]+)\/?$/.exec(url.pathname);
       if (mcp) {
         if (!proxy.has(mcp[1]!)) return send(404, envelope('not_found', `no MCP upstream named ${mcp[1]}`));
-        const body = req.method === 'POST' ? await readJson(req) : undefined;
-        return await proxy.handle(mcp[1]!, req, res, body, arrived);
+        return await proxy.handle(mcp[1]!, req, res, arrived);
       }
       if (req.method !== 'POST' || (url.pathname !== '/v1/actions' && url.pathname !== '/v1/actions/authorise')) {
         return send(404, envelope('not_found', 'No such operation.'));
@@ -183,22 +189,80 @@ export async function startSidecarServer(opts: SidecarServerOptions): Promise<{ 
     }
   };
 
-  const server = createServer((req, res) => void handle(req, res));
+  const server = createServer((req, res) => void handle(req, res, false));
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    // Loopback only: the agent beside it in the pod reaches it; nothing outside the pod can.
-    server.listen(opts.port, '127.0.0.1', () => resolve());
-  });
+  await listen(server, (s) => s.listen(opts.port, '127.0.0.1'));
+  // Loopback only: the agent beside it in the pod reaches it; nothing outside the pod can.
   const port = (server.address() as { port: number }).port;
   allowedHosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
+  let unix: Server | null = null;
+  if (opts.socket) {
+    const socketPath = opts.socket;
+    await removeStaleSocket(socketPath);
+    unix = createServer((req, res) => void handle(req, res, true));
+    unix.keepAliveTimeout = 65_000;
+    try {
+      await listen(unix, (s) => s.listen(socketPath));
+      // Any user of the pod's containers may connect (an agent runs as its own uid): the shared volume, which
+      // only this pod's containers mount, is what keeps everyone else out, as the pod's network namespace
+      // does for the loopback port.
+      chmodSync(socketPath, 0o666);
+    } catch (err) {
+      server.close();
+      throw err;
+    }
+  }
+  const closeOne = (s: Server) =>
+    new Promise<void>((resolve) => {
+      s.closeAllConnections();
+      s.close(() => resolve());
+    });
   return {
     server,
     port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    socket: opts.socket,
+    // Closing the Unix socket's server removes its file.
+    close: async () => {
+      await Promise.all([closeOne(server), unix ? closeOne(unix) : undefined]);
+    },
   };
 }
+
+function listen(server: Server, start: (s: Server) => void): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.once('listening', () => {
+      server.off('error', reject);
+      resolve();
+    });
+    start(server);
+  });
+}
+
+/**
+ * A socket file left by a sidecar that did not stop cleanly (a killed container: the volume outlives it) is
+ * removed, so that listening does not fail with EADDRINUSE. A file that is not a socket, or a socket that a
+ * live process still answers on, is not touched: the sidecar refuses to start instead.
+ */
+async function removeStaleSocket(socketPath: string): Promise<void> {
+  let stat;
+  try {
+    stat = lstatSync(socketPath);
+  } catch {
+    return; // nothing there
+  }
+  if (!stat.isSocket()) throw new SidecarListenError(`TOLLGATE_SIDECAR_SOCKET: ${socketPath} exists and is not a socket; not removing it`);
+  const live = await new Promise<boolean>((resolve) => {
+    const probe = connect(socketPath);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', () => resolve(false));
+  });
+  if (live) throw new SidecarListenError(`TOLLGATE_SIDECAR_SOCKET: another process is listening on ${socketPath}`);
+  unlinkSync(socketPath);
+}
+
+/** The sidecar cannot listen where it was told to (a setting's fault, like a bad value). */
+export class SidecarListenError extends Error {}

@@ -1,8 +1,9 @@
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { CompiledQuery, Kysely, Migrator, PostgresDialect, sql, type Migration, type Transaction } from 'kysely';
-import { PGliteDialect } from 'kysely-pglite-dialect';
+import type { PGlite } from '@electric-sql/pglite';
+import { CompiledQuery, Kysely, Migrator, PostgresDialect, sql, type Compilable, type Migration, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import { foundation } from './migrations/0001_foundation.js';
@@ -24,6 +25,7 @@ import { evidenceCheckpoints } from './migrations/0016_evidence_checkpoints.js';
 import { oidcIdentities } from './migrations/0017_oidc.js';
 import { signup } from './migrations/0018_signup.js';
 import { publicSubmissions } from './migrations/0019_public.js';
+import { evidenceHeadTrigger } from './migrations/0020_evidence_head_trigger.js';
 import type { DB } from './schema.js';
 
 export type Db = Kysely<DB>;
@@ -57,6 +59,7 @@ export function migrations(runtimeRole: string): Record<string, Migration> {
     '0017_oidc': oidcIdentities(runtimeRole),
     '0018_signup': signup(runtimeRole),
     '0019_public': publicSubmissions(runtimeRole),
+    '0020_evidence_head_trigger': evidenceHeadTrigger(),
   };
 }
 
@@ -147,6 +150,34 @@ function alive(pid: number): boolean {
   }
 }
 
+/**
+ * The embedded postgres's settings beyond PGlite's own: shared_buffers at 16MB instead of the 128MB its
+ * initdb writes. PGlite keeps the buffer pool in its WASM memory, which is touched in full at start and
+ * never given back, so 128MB of it was an eighth of a gigabyte of resident memory for a database of a
+ * few tens of MB (`make run`'s demo organisation: ~26MB of files, catalogs included); a page beyond
+ * the pool is read from the OS's file cache. Durability is PGlite's own, unchanged.
+ */
+const EMBEDDED_SETTINGS = ['-c', 'shared_buffers=16MB'];
+
+/**
+ * Creates a new embedded database's files (initdb) in a process of its own, so that what initdb leaves
+ * behind goes with it: PGlite runs initdb in a second postgres and an initdb of their own WASM memories,
+ * plus the tarball that carries the result (~450MB resident together), which in the API's process
+ * stayed resident until a major GC that an idle process may not run for minutes; in a worker thread,
+ * the allocator kept the thread's heap (~200MB) after it ended. The child runs PGlite's CommonJS build
+ * (`node -e` has no module URL to import the ES one from): the one package, with the same files.
+ */
+async function initEmbedded(dataDir: string, startParams: string[]): Promise<void> {
+  const script = `const [pglite, dataDir, params] = process.argv.slice(1);
+    require(pglite).PGlite.create(dataDir, { startParams: JSON.parse(params) }).then((pg) => pg.close());`;
+  const pglite = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+  await new Promise<void>((resolve, reject) => {
+    execFile(process.execPath, ['-e', script, pglite, dataDir, JSON.stringify(startParams)], (err, _stdout, stderr) =>
+      err ? reject(new Error(`creating the embedded database in ${dataDir} failed: ${stderr.trim() || err.message}`)) : resolve(),
+    );
+  });
+}
+
 async function openEmbedded(config: Config): Promise<{ db: Kysely<DB>; unlock: () => void }> {
   let dataDir = config.dataDir;
   let unlock = () => {};
@@ -157,7 +188,11 @@ async function openEmbedded(config: Config): Promise<{ db: Kysely<DB>; unlock: (
     mkdirSync(dataDir, { recursive: true });
   }
   try {
-    const pglite = await PGlite.create(dataDir);
+    // Loaded here, not at the top: a process on PostgreSQL has no use for PGlite's code.
+    const [{ PGlite }, { PGliteDialect }] = await Promise.all([import('@electric-sql/pglite'), import('kysely-pglite-dialect')]);
+    const startParams = [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS];
+    if (!dataDir.startsWith('memory://') && !existsSync(path.join(dataDir, 'PG_VERSION'))) await initEmbedded(dataDir, startParams);
+    const pglite = await PGlite.create(dataDir, { startParams });
     const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
     embedded.set(db, pglite);
     return { db, unlock };
@@ -288,19 +323,23 @@ export function inScope<T>(db: Db, scope: Scope, fn: (tx: Tx) => Promise<T>): Pr
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/**
- * The same on node-postgres, with `begin` and the scope sent in one message: a round trip less for
- * every transaction. The scope is two UUIDs, checked here before they become literals.
- */
-async function inScopeOneTrip<T>(db: Db, scope: Scope, fn: (tx: Tx) => Promise<T>): Promise<T> {
+/** `begin` and the scope as one statement's text: two UUIDs, checked here before they become literals. */
+function beginInScope(scope: Scope): string {
   const literal = (id: string | null | undefined) => {
     if (id && !UUID.test(id)) throw new Error('a scope is a UUID');
     return `'${id ?? ''}'`;
   };
+  return `begin; select set_config('app.org_id', ${literal(scope.orgId)}, true), set_config('app.user_id', ${literal(scope.userId)}, true)`;
+}
+
+/**
+ * The same on node-postgres, with `begin` and the scope sent in one message: a round trip less for
+ * every transaction.
+ */
+async function inScopeOneTrip<T>(db: Db, scope: Scope, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const begin = beginInScope(scope);
   return db.connection().execute(async (conn) => {
-    await sql
-      .raw(`begin; select set_config('app.org_id', ${literal(scope.orgId)}, true), set_config('app.user_id', ${literal(scope.userId)}, true)`)
-      .execute(conn);
+    await sql.raw(begin).execute(conn);
     let result: T;
     try {
       // One connection in an open transaction: what a Transaction is, less the methods that begin another.
@@ -312,4 +351,129 @@ async function inScopeOneTrip<T>(db: Db, scope: Scope, fn: (tx: Tx) => Promise<T
     await sql`commit`.execute(conn);
     return result;
   });
+}
+
+/**
+ * One read in the organisation's (and person's) scope, as inScope runs it, in one round trip on
+ * PostgreSQL: `begin` with the scope, the query and `commit` are sent together (node-postgres
+ * pipelining, on this one client for these three statements) and run in that order in one transaction.
+ * For a read only: were `begin` to fail, the query would run outside any scope and so see nothing.
+ */
+export async function readInScope<R>(db: Db, scope: Scope, query: Compilable<R>): Promise<R[]> {
+  const pool = pools.get(db);
+  if (!pool) return inScope(db, scope, async (tx) => (await tx.executeQuery(query.compile())).rows);
+  const begin = beginInScope(scope);
+  const client = await pool.connect();
+  const [began, read, committed] = await piped(client, [begin, query.compile(), 'commit']);
+  // After a failed read `commit` rolls back, and the client goes back clean; one whose `commit` failed
+  // may be in any state, and the pool drops it rather than lend it again.
+  client.release(committed!.status === 'rejected' ? (committed!.reason as Error) : undefined);
+  for (const r of [began, read, committed]) if (r!.status === 'rejected') throw r!.reason;
+  return (read as PromiseFulfilledResult<pg.QueryResult>).value.rows as R[];
+}
+
+/**
+ * A Kysely on one client of the pool that never gives it back: the statements of a transaction that
+ * inScopePiped holds the client for. Made once per client (the pool reuses them).
+ */
+const onClient = new WeakMap<pg.PoolClient, Kysely<DB>>();
+function kyselyOn(client: pg.PoolClient): Kysely<DB> {
+  let db = onClient.get(client);
+  if (!db) {
+    const held = { query: client.query.bind(client), release: () => undefined };
+    db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: { connect: async () => held, end: async () => undefined } as unknown as pg.Pool }) });
+    onClient.set(client, db);
+  }
+  return db;
+}
+
+/**
+ * Sends statements in one write (node-postgres pipeline mode) and answers their results once all are in;
+ * `onFirst` runs as soon as the first one's own result is in.
+ */
+async function piped(
+  client: pg.PoolClient,
+  statements: Array<string | CompiledQuery>,
+  onFirst?: () => void,
+): Promise<PromiseSettledResult<pg.QueryResult>[]> {
+  const c = client as pg.PoolClient & { pipeline: boolean; connection?: { stream?: NodeJS.WritableStream } };
+  c.pipeline = true;
+  const socket = c.connection?.stream;
+  socket?.cork();
+  const sent = statements.map((s) => (typeof s === 'string' ? client.query(s) : client.query(s.sql, s.parameters as unknown[])));
+  socket?.uncork();
+  if (onFirst) sent[0]?.then(onFirst, () => undefined);
+  const settled = await Promise.allSettled(sent);
+  c.pipeline = false;
+  return settled;
+}
+
+/** A statement sent ahead of a transaction, on its own (it commits by itself), and what to do with its rows. */
+export interface Ahead<R> {
+  query: CompiledQuery<R>;
+  /** Runs with its rows once it has run, whatever happens to the transaction after it. */
+  done: (rows: R[]) => void;
+}
+
+/**
+ * A transaction in the organisation's scope whose first statement goes out with `begin` and whose last
+ * goes out with `commit`: two round trips fewer than inScope, for a transaction whose statements in
+ * between depend on the first and the last on them (the gateway's batch). `ahead`, a statement that must
+ * not hold its locks for the transaction's time, goes in front of `begin` in the same round trip and
+ * commits on its own. On PostgreSQL each group is one write (node-postgres pipeline mode). A failed last
+ * statement leaves the transaction aborted, so the `commit` behind it ends it as a rollback, and that
+ * statement's error is thrown: only a transaction whose every statement succeeded commits. `written` runs
+ * once the last statement has run, before its commit is answered. Elsewhere the statements run in turn,
+ * `ahead` before inScope.
+ */
+export async function inScopePiped<F, T, A = unknown>(
+  db: Db,
+  scope: Scope,
+  first: CompiledQuery<F>,
+  body: (tx: Tx, first: F[]) => Promise<{ last?: CompiledQuery; written?: () => void; result: T }>,
+  ahead?: Ahead<A>,
+): Promise<T> {
+  const pool = pools.get(db);
+  if (!pool) {
+    if (ahead) ahead.done((await db.executeQuery(ahead.query)).rows);
+    return inScope(db, scope, async (tx) => {
+      const { last, written, result } = await body(tx, (await tx.executeQuery(first)).rows);
+      if (last) {
+        await tx.executeQuery(last);
+        written?.();
+      }
+      return result;
+    });
+  }
+  const begin = beginInScope(scope);
+  const client = await pool.connect();
+  // A client whose transaction may still be open, or whose pipeline failed half-way, is not lent again.
+  let unclean: Error | undefined;
+  try {
+    const opening = await piped(client, [...(ahead ? [ahead.query] : []), begin, first]);
+    const [went, began, opened] = ahead ? opening : [undefined, ...opening];
+    if (went?.status === 'fulfilled') ahead!.done(went.value.rows as A[]);
+    for (const r of [went, began, opened]) {
+      if (r?.status === 'rejected') {
+        await client.query('rollback').catch((err: Error) => (unclean = err));
+        throw r.reason;
+      }
+    }
+    let out: { last?: CompiledQuery; written?: () => void; result: T };
+    try {
+      out = await body(kyselyOn(client) as unknown as Tx, (opened as PromiseFulfilledResult<pg.QueryResult>).value.rows as F[]);
+    } catch (err) {
+      await client.query('rollback').catch((e: Error) => (unclean = e));
+      throw err;
+    }
+    const [wrote, committed] = out.last ? await piped(client, [out.last, 'commit'], out.written) : [undefined, ...(await piped(client, ['commit']))];
+    if (committed!.status === 'rejected') {
+      unclean = committed!.reason as Error;
+      throw committed!.reason;
+    }
+    if (wrote?.status === 'rejected') throw wrote.reason;
+    return out.result;
+  } finally {
+    client.release(unclean);
+  }
 }

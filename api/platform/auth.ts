@@ -1,6 +1,8 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ActorPrincipal, AgentPrincipal, OnboardingPrincipal, PersonPrincipal } from './context.js';
+import type { Db } from '../db/database.js';
+import type { Clock } from '../../lib/clock.js';
 import { ApiError, forbidden } from './errors.js';
 import { ALL_PERMISSIONS, type Permission } from './permissions.js';
 import { operationOf } from './route.js';
@@ -18,10 +20,89 @@ function equalSecret(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+interface CachedPerson {
+  principal: PersonPrincipal;
+  at: number;
+}
+
+/** The most sessions a process remembers; past it the oldest are forgotten first. */
+const MAX_CACHED_SESSIONS = 10_000;
+
+/**
+ * The people behind session cookies as this process last read them (session, membership, roles,
+ * permissions), for TOKEN_REVOCATION_CACHE_SECONDS (docs/authentication.md, Sessions and their bound): a signed-in read
+ * then costs no round trip for who is calling. Whatever this process changes about sessions or
+ * memberships (sign-out, tenant switch, role change, disabling) empties the cache once committed
+ * (sessionsChanged), so it takes effect at once here; other processes see it within the TTL, as they see
+ * an agent's revocation. Unknown tokens are not remembered. Lookups of one token in flight are shared.
+ */
+export class SessionCache {
+  private readonly entries = new Map<string, CachedPerson>();
+  private readonly loading = new Map<string, Promise<PersonPrincipal | null>>();
+  /** Moves on every change: a lookup begun before one must not fill the cache after it. */
+  private generation = 0;
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly clock: Clock,
+    private readonly lookup: (token: string) => Promise<PersonPrincipal | null>,
+  ) {}
+
+  async person(token: string): Promise<PersonPrincipal | null> {
+    const now = this.clock.now().getTime();
+    const hit = this.entries.get(token);
+    if (hit && now - hit.at < this.ttlMs) return hit.principal;
+    const shared = this.loading.get(token);
+    if (shared) return shared;
+    const generation = this.generation;
+    const load = this.lookup(token).finally(() => {
+      if (this.loading.get(token) === load) this.loading.delete(token);
+    });
+    this.loading.set(token, load);
+    const principal = await load;
+    if (this.ttlMs > 0 && this.generation === generation) {
+      this.entries.delete(token);
+      if (principal) {
+        if (this.entries.size >= MAX_CACHED_SESSIONS) this.entries.delete(this.entries.keys().next().value!);
+        this.entries.set(token, { principal, at: now });
+      }
+    }
+    return principal;
+  }
+
+  /** Forgets every session read so far: something about sessions or memberships changed. */
+  clear(): void {
+    this.generation++;
+    this.entries.clear();
+    this.loading.clear();
+  }
+}
+
+/** Each database's session cache: one per process and database, as the pool it reads through. */
+const sessionCaches = new WeakMap<Db, SessionCache>();
+
+function sessionCacheOf(app: FastifyInstance): SessionCache {
+  const { db, clock, config, principals } = app.deps;
+  let cache = sessionCaches.get(db);
+  if (!cache) {
+    cache = new SessionCache(config.revocationCacheMs, clock, (token) => principals.person(token));
+    sessionCaches.set(db, cache);
+  }
+  return cache;
+}
+
+/**
+ * Says that sessions or memberships changed through `db` (and the change is committed): this process
+ * reads every session afresh from now on. Call it after the transaction, never inside it.
+ */
+export function sessionsChanged(db: Db): void {
+  sessionCaches.get(db)?.clear();
+}
+
 /** The person behind the session cookie, with the roles of the session's organisation. */
 async function personFromSession(app: FastifyInstance, req: FastifyRequest): Promise<PersonPrincipal | null> {
   const token = req.cookies[SESSION_COOKIE];
-  return token ? app.deps.principals.person(token) : null;
+  return token ? sessionCacheOf(app).person(token) : null;
 }
 
 /** The token of `Authorization: Bearer <token>`, if the request sends one. */

@@ -1,7 +1,3 @@
-import { FastifyOtelInstrumentation } from '@fastify/otel';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 
@@ -9,11 +5,18 @@ const HEALTH_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
  * OpenTelemetry traces over OTLP/HTTP, only when an endpoint is configured. Health checks are not
- * traced. Spans are flushed when the app closes.
+ * traced. Spans are flushed when the app closes. The OpenTelemetry packages are loaded only then: with
+ * tracing off (the default) their code (a few MB resident) has no business in the process.
  */
 export async function registerTracing(app: FastifyInstance, config: Config): Promise<void> {
   const url = config.otel.tracesEndpoint;
   if (!url) return;
+  const [{ FastifyOtelInstrumentation }, { OTLPTraceExporter }, { resourceFromAttributes }, { BatchSpanProcessor, NodeTracerProvider }] = await Promise.all([
+    import('@fastify/otel'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/sdk-trace-node'),
+  ]);
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ 'service.name': config.otel.serviceName }),
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }), { scheduledDelayMillis: 500 })],

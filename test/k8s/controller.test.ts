@@ -266,6 +266,9 @@ describe('tollgate controller on a real Kubernetes API server', () => {
     });
     expect(stored.spec.volumes).toContainEqual(expect.objectContaining({ name: 'tollgate-identity', secret: expect.objectContaining({ secretName: 'tollgate-identity-payments-assistant' }) }));
     expect(stored.spec.containers[0].env).toContainEqual({ name: 'TOLLGATE_GATEWAY_URL', value: 'http://127.0.0.1:15080' });
+    // The sidecar's Unix socket, on a volume the agent shares with it.
+    expect(stored.spec.volumes).toContainEqual(expect.objectContaining({ name: 'tollgate-sidecar-socket' }));
+    expect(stored.spec.containers[0].env).toContainEqual({ name: 'TOLLGATE_SIDECAR_SOCKET', value: '/var/run/tollgate/sidecar/sidecar.sock' });
 
     await expect(kubectlRaw(cluster, ['create', '-f', '-'], JSON.stringify(pod('ghost-worker', 'ghost')))).rejects.toThrow(
       /denied the request: tollgate: Agent ghost does not exist in this namespace/,

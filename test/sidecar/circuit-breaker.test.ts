@@ -130,8 +130,17 @@ describe('sidecarConfig: the new settings', () => {
     ['TOLLGATE_TOOLS_LIST', 'all'],
     ['TOLLGATE_SIDECAR_METRICS_PORT', '70000'],
     ['TOLLGATE_SIDECAR_METRICS_PORT', 'on'],
+    ['TOLLGATE_SIDECAR_SOCKET', 'relative/sidecar.sock'],
+    ['TOLLGATE_SIDECAR_SOCKET', `/${'x'.repeat(120)}.sock`],
+    ['TOLLGATE_SIDECAR_SOCKET', '/nonexistent-tollgate-dir/sidecar.sock'],
   ])('refuses %s=%s, naming it', (name, value) => {
     expect(() => sidecarConfig(env({ [name]: value }))).toThrow(SidecarConfigError);
     expect(() => sidecarConfig(env({ [name]: value }))).toThrow(name);
+  });
+
+  it('takes a socket path in a directory that exists; none by default', () => {
+    expect(sidecarConfig(env({})).socket).toBeNull();
+    expect(sidecarConfig(env({ TOLLGATE_SIDECAR_SOCKET: path.join(dir, 'sidecar.sock') })).socket).toBe(path.join(dir, 'sidecar.sock'));
+    expect(() => sidecarConfig(env({ TOLLGATE_SIDECAR_SOCKET: path.join(dir, 'client-id', 'sidecar.sock') }))).toThrow(/does not exist/);
   });
 });

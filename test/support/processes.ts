@@ -9,7 +9,23 @@ export function spawnTollgate(
   env: Record<string, string>,
   nodeFlags: string[] = [],
 ): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'cli.ts', ...args], {
+  return spawnNode([...nodeFlags, '--import', 'tsx', 'cli.ts', ...args], env);
+}
+
+/**
+ * Starts `tollgate <args>` as it ships: the compiled dist/cli.js (which `make build` makes), so a benchmark
+ * measures the product and not the TypeScript loader.
+ */
+export function spawnBuiltTollgate(
+  args: string[],
+  env: Record<string, string>,
+  nodeFlags: string[] = [],
+): ChildProcess & { output: () => string } {
+  return spawnNode([...nodeFlags, 'dist/cli.js', ...args], env);
+}
+
+function spawnNode(argv: string[], env: Record<string, string>): ChildProcess & { output: () => string } {
+  const child = spawn(process.execPath, argv, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

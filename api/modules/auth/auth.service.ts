@@ -1,9 +1,9 @@
 import type { Config } from '../../config.js';
-import { inScope, type Db } from '../../db/database.js';
+import { inScope, readInScope, type Db } from '../../db/database.js';
 import { ApiError, notFound } from '../../platform/errors.js';
 import { recordAudit } from '../audit/index.js';
 import { createSession, setSessionOrg } from '../sessions/index.js';
-import { findOrganisation, getOrganisation, organisationsOf } from '../tenants/index.js';
+import { findOrganisation, organisationsOf, organisationWithTenants } from '../tenants/index.js';
 import { findOrCreatePerson, findPerson } from '../users/index.js';
 import { showsMfa, type IdTokenClaims } from './oidc.js';
 import { findIdentity, hasOtherIdentity, linkIdentity, membershipsOf, personWithEmail, touchIdentity } from './oidc.repository.js';
@@ -33,13 +33,11 @@ export async function devLogin(
   return { person, session, org };
 }
 
-/** The session's organisation and every organisation the person belongs to, read together. */
+/** The session's organisation and every organisation the person belongs to, read together in one round trip. */
 export async function whoAmI(db: Db, orgId: string, userId: string) {
-  const [org, tenants] = await inScope(db, { orgId, userId }, async (tx) => [
-    await getOrganisation(tx, orgId),
-    await organisationsOf(tx, userId),
-  ] as const);
-  if (!org) throw new ApiError('unauthenticated');
+  const [row] = await readInScope(db, { orgId, userId }, organisationWithTenants(db, orgId, userId));
+  if (!row) throw new ApiError('unauthenticated');
+  const { tenants, ...org } = row;
   return { org, tenants };
 }
 

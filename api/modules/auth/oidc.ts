@@ -1,4 +1,4 @@
-import * as client from 'openid-client';
+import type * as client from 'openid-client';
 import { Agent, fetch as undiciFetch } from 'undici';
 import type { Config } from '../../config.js';
 import { ApiError } from '../../platform/errors.js';
@@ -35,6 +35,12 @@ export interface OidcFlow {
 /** The ID token's claims, as the library returns them once every check has passed. */
 export type IdTokenClaims = client.IDToken;
 
+/**
+ * openid-client (with oauth4webapi), loaded when a sign-in first needs it: most deployments never
+ * configure OpenID Connect, and its code would otherwise stay resident in every API process.
+ */
+const openidClient = () => import('openid-client');
+
 export class OidcRelyingParty {
   private discovered: Promise<client.Configuration> | undefined;
 
@@ -57,6 +63,7 @@ export class OidcRelyingParty {
   /** The URL at the provider to send the person to, and the attempt to keep until they come back. */
   async start(returnTo: string, signup: boolean, now: Date): Promise<{ url: URL; flow: OidcFlow }> {
     const configuration = await this.configuration();
+    const client = await openidClient();
     const verifier = client.randomPKCECodeVerifier();
     const flow: OidcFlow = {
       verifier,
@@ -85,6 +92,7 @@ export class OidcRelyingParty {
    */
   async finish(query: string, flow: OidcFlow): Promise<IdTokenClaims> {
     const configuration = await this.configuration();
+    const client = await openidClient();
     const current = new URL(this.redirectUri);
     current.search = query;
     let tokens: Awaited<ReturnType<typeof client.authorizationCodeGrant>>;
@@ -115,6 +123,7 @@ export class OidcRelyingParty {
 
   private async discover(): Promise<client.Configuration> {
     const issuer = new URL(this.oidc.issuer!);
+    const client = await openidClient();
     const options: client.DiscoveryRequestOptions = { [client.customFetch]: this.fetcher() };
     // Plain http only outside production (the production guard refuses an http issuer): a local provider.
     if (issuer.protocol === 'http:') options.execute = [client.allowInsecureRequests];

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type InsertQueryBuilder, type InsertResult, type QueryCreator, type RawBuilder, type Selectable } from 'kysely';
+import { sql, type CompiledQuery, type InsertQueryBuilder, type InsertResult, type QueryCreator, type RawBuilder, type Selectable } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import type { DB, EvidenceRecordsTable } from '../../db/schema.js';
+import { isUniqueViolation } from '../../platform/schemas.js';
 import { GENESIS_HASH, type EvidenceBody, type EvidenceSigner } from './signer.js';
 
 export interface EvidenceEvent {
@@ -69,8 +70,14 @@ export async function lockedHead(tx: Tx, orgId: string, selected: ChainHead | nu
 
 type ChainedRecord = EvidenceBody & { hash: string; signature: string; kid: string };
 
+/** Events numbered, linked after a head and signed, not yet written; `head` is the chain's head after them. */
+export interface Chained {
+  records: ChainedRecord[];
+  head: ChainHead;
+}
+
 /** Numbers, links and signs events after `head`; writes nothing. */
-function chainEvents(signer: EvidenceSigner, orgId: string, head: ChainHead, events: EvidenceEvent[], now: Date) {
+export function chainEvents(signer: EvidenceSigner, orgId: string, head: ChainHead, events: EvidenceEvent[], now: Date): Chained {
   let seq = head.seq;
   let prev = head.hash;
   const records: ChainedRecord[] = events.map((e) => {
@@ -92,6 +99,17 @@ function chainEvents(signer: EvidenceSigner, orgId: string, head: ChainHead, eve
     return { ...body, hash, signature: signer.sign(hash), kid: signer.kid };
   });
   return { records, head: { seq, hash: prev } };
+}
+
+/**
+ * The head moved from under an append chained after a head it had not locked (`writeChained` with
+ * `unlockedAfter`): another append got there first, or the one it followed rolled back. Nothing of
+ * the statement stays once its transaction rolls back; the caller chains again after the locked head.
+ */
+export class HeadMoved extends Error {
+  constructor() {
+    super('the evidence chain head moved');
+  }
 }
 
 /** An insert that commits in an append's own statement, as the common table expression `name`. */
@@ -118,14 +136,69 @@ export async function appendAfter(
   now: Date,
   inserts: Alongside[] = [],
 ): Promise<ChainedRecord[]> {
-  const { records, head: next } = chainEvents(signer, orgId, head, events, now);
-  // The CTEs only add tables to the query's type; the statement ends with the head's update.
+  const chained = chainEvents(signer, orgId, head, events, now);
+  await writeChained(tx, orgId, chained, inserts);
+  return chained.records;
+}
+
+/**
+ * Writes chained records, the caller's own `inserts` (in order) and the new head in one statement.
+ * The head they were chained after is either held locked by the caller's transaction, or, with
+ * `unlockedAfter`, expected: the head's update then waits for any transaction holding it and applies
+ * only if the head is still the one expected, else the statement fails and `HeadMoved` is thrown (the
+ * caller's transaction must roll back). So an append may be chained and signed while the one before it
+ * commits, and the chain stays one line across processes.
+ */
+export async function writeChained(
+  tx: Tx,
+  orgId: string,
+  chained: Chained,
+  inserts: Alongside[] = [],
+  unlockedAfter?: ChainHead,
+): Promise<void> {
+  await tx.executeQuery(chainedWrite(tx, orgId, chained, inserts, unlockedAfter)).catch((err: unknown) => {
+    throw unlockedAfter ? headMovedOr(err) : err;
+  });
+}
+
+/**
+ * The statement writeChained runs, compiled, for a caller that sends it itself (the gateway's batch
+ * sends it with its `commit`); a failure of it goes through `headMovedOr` when it had `unlockedAfter`.
+ * The caller chained after `unlockedAfter` must know that head's row to be committed (it is once the
+ * append that created it has committed), since an update finds no row inserted by a transaction still
+ * open.
+ */
+export function chainedWrite(tx: Tx, orgId: string, chained: Chained, inserts: Alongside[] = [], unlockedAfter?: ChainHead): CompiledQuery {
+  // The CTEs only add tables to the query's type; the statement ends with the head's update. Each
+  // record is written with the time it was hashed with.
   let write: QueryCreator<DB> = tx.with('appended', (db) =>
-    db.insertInto('evidence_records').values(records.map((r) => ({ ...r, payload: JSON.stringify(r.payload), created_at: now }))),
+    db.insertInto('evidence_records').values(chained.records.map((r) => ({ ...r, payload: JSON.stringify(r.payload), created_at: new Date(r.created_at) }))),
   ) as unknown as QueryCreator<DB>;
   for (const a of inserts) write = write.with(a.name, a.insert) as unknown as QueryCreator<DB>;
-  await write.updateTable('evidence_heads').set({ seq: next.seq, hash: next.hash }).where('org_id', '=', orgId).execute();
-  return records;
+  const next = chained.head;
+  if (!unlockedAfter) return write.updateTable('evidence_heads').set({ seq: next.seq, hash: next.hash }).where('org_id', '=', orgId).compile();
+  // Not `where seq = expected`: a row is picked by the statement's snapshot, in which the append before
+  // may not have committed yet. Picked by its key, the row is waited for and then read as committed; a
+  // head that is not the one expected gets -1, which a trigger refuses (migration 0020), failing the
+  // statement (and so its transaction, whatever is sent behind it).
+  const expected = sql<boolean>`seq = ${unlockedAfter.seq} and hash = ${unlockedAfter.hash}`;
+  return write
+    .updateTable('evidence_heads')
+    .set({ seq: sql`case when ${expected} then ${next.seq} else -1 end`, hash: next.hash })
+    .where('org_id', '=', orgId)
+    .compile();
+}
+
+/**
+ * HeadMoved for a failure of a write chained after an unlocked head: the head was not the one expected,
+ * or a record already holds one of the numbers (an append that got there first fails the insert before
+ * the head is read); any other failure as it is.
+ */
+export function headMovedOr(err: unknown): unknown {
+  const constraint = (err as { constraint?: string } | null)?.constraint;
+  if ((err as { code?: string } | null)?.code === 'TGHM1') return new HeadMoved();
+  if (isUniqueViolation(err) && constraint === 'evidence_records_org_id_seq_key') return new HeadMoved();
+  return err;
 }
 
 /**

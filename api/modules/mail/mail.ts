@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Config } from '../../config.js';
 import { withSystemCas } from '../../platform/outbound.js';
 
@@ -26,10 +26,11 @@ const SMTP_TIMEOUT_MS = 10_000;
  * connection must be upgraded with STARTTLS before credentials or mail are sent, and the server's
  * certificate must verify (against the system's CAs and SMTP_CA_FILE's); port 465 speaks TLS from the start.
  * With it off (development only) the mailer still upgrades when the server offers STARTTLS, but does not insist.
+ * nodemailer is loaded only here, so that a process on the memory or none backend never holds its code.
  */
 export class SmtpMailer implements Mailer {
   readonly backend = 'smtp' as const;
-  private readonly transport: Transporter;
+  private readonly transport: Promise<Transporter>;
   private readonly host: string | undefined;
 
   constructor(
@@ -39,30 +40,32 @@ export class SmtpMailer implements Mailer {
   ) {
     this.host = smtp.host;
     const ca = smtpCa ? withSystemCas(smtpCa) : undefined;
-    this.transport = nodemailer.createTransport({
-      host: smtp.host,
-      port: smtp.port,
-      secure: smtp.port === 465,
-      requireTLS: smtp.starttls,
-      auth: smtp.username ? { user: smtp.username, pass: smtp.password ?? '' } : undefined,
-      tls: { ...(ca ? { ca } : {}), rejectUnauthorized: true, minVersion: 'TLSv1.2' },
-      connectionTimeout: SMTP_TIMEOUT_MS,
-      greetingTimeout: SMTP_TIMEOUT_MS,
-      socketTimeout: SMTP_TIMEOUT_MS,
-      // nodemailer's own logger would write addresses and the conversation: keep it off.
-      logger: false,
-      debug: false,
-    });
+    this.transport = import('nodemailer').then(({ default: nodemailer }) =>
+      nodemailer.createTransport({
+        host: smtp.host,
+        port: smtp.port,
+        secure: smtp.port === 465,
+        requireTLS: smtp.starttls,
+        auth: smtp.username ? { user: smtp.username, pass: smtp.password ?? '' } : undefined,
+        tls: { ...(ca ? { ca } : {}), rejectUnauthorized: true, minVersion: 'TLSv1.2' },
+        connectionTimeout: SMTP_TIMEOUT_MS,
+        greetingTimeout: SMTP_TIMEOUT_MS,
+        socketTimeout: SMTP_TIMEOUT_MS,
+        // nodemailer's own logger would write addresses and the conversation: keep it off.
+        logger: false,
+        debug: false,
+      }),
+    );
   }
 
   async send(m: MailMessage): Promise<void> {
     // Outside production the guard lets a missing host through; say so when it matters rather than at start.
     if (!this.host) throw new Error('SMTP_HOST is not set: nowhere to send email to');
-    await this.transport.sendMail({ from: this.from, to: m.to, subject: m.subject, text: m.text, html: m.html });
+    await (await this.transport).sendMail({ from: this.from, to: m.to, subject: m.subject, text: m.text, html: m.html });
   }
 
   close(): void {
-    this.transport.close();
+    void this.transport.then((t) => t.close());
   }
 }
 

@@ -1,10 +1,6 @@
 import { z } from 'zod';
-import { agentInventory } from './documents/agent-inventory.js';
 import type { GenerateContext, ReportFile } from './documents/common.js';
 import { evidenceBundle, resolveBundleWindow } from './documents/evidence-bundle.js';
-import { executiveSummary } from './documents/executive-summary.js';
-import { governanceReadinessReport } from './documents/governance-readiness.js';
-import { riskRegister } from './documents/risk-register.js';
 import { PARAMETERS, REPORT_KIND, type ReportFormat, type ReportKind, type ReportKindOut } from './reports.schemas.js';
 
 /** What a kind's generator is called with: the context, and the parameters as the report stored them. */
@@ -28,6 +24,15 @@ export interface KindSpec<K extends ReportKind = ReportKind> {
 }
 
 /**
+ * A generator loaded when a report of its kind is first generated: the PDF documents bring pdfkit and its
+ * font machinery (several MB resident), which an API that never generates a report should not hold.
+ */
+const loaded =
+  <K extends ReportKind>(load: () => Promise<Generator<K>>): Generator<K> =>
+  async (ctx, p) =>
+    (await load())(ctx, p);
+
+/**
  * The catalogue of report kinds: one entry per kind of the spec, with its parameters (reports.schemas.ts) and its
  * generator (documents/). GET /reports/kinds serves it; POST /reports validates against it; the job runs it.
  */
@@ -45,7 +50,7 @@ export const KINDS: { [K in ReportKind]: KindSpec<K> } = {
     ],
     formats: ['pdf'],
     parameters: PARAMETERS.executive_summary,
-    generate: executiveSummary,
+    generate: loaded(() => import('./documents/executive-summary.js').then((m) => m.executiveSummary)),
   },
   agent_inventory: {
     kind: 'agent_inventory',
@@ -57,7 +62,7 @@ export const KINDS: { [K in ReportKind]: KindSpec<K> } = {
     ],
     formats: ['pdf', 'csv'],
     parameters: PARAMETERS.agent_inventory,
-    generate: agentInventory,
+    generate: loaded(() => import('./documents/agent-inventory.js').then((m) => m.agentInventory)),
   },
   risk_register: {
     kind: 'risk_register',
@@ -70,7 +75,7 @@ export const KINDS: { [K in ReportKind]: KindSpec<K> } = {
     ],
     formats: ['pdf', 'csv'],
     parameters: PARAMETERS.risk_register,
-    generate: riskRegister,
+    generate: loaded(() => import('./documents/risk-register.js').then((m) => m.riskRegister)),
   },
   governance_readiness: {
     kind: 'governance_readiness',
@@ -84,7 +89,7 @@ export const KINDS: { [K in ReportKind]: KindSpec<K> } = {
     ],
     formats: ['pdf', 'csv'],
     parameters: PARAMETERS.governance_readiness,
-    generate: governanceReadinessReport,
+    generate: loaded(() => import('./documents/governance-readiness.js').then((m) => m.governanceReadinessReport)),
   },
   evidence_bundle: {
     kind: 'evidence_bundle',

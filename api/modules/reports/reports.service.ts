@@ -11,8 +11,7 @@ import { iso } from '../../platform/schemas.js';
 import { audit, recordAudit } from '../audit/index.js';
 import type { EvidenceSigner } from '../evidence/index.js';
 import { notify } from '../notifications/index.js';
-import { CONTENT_TYPE, ReportError, type GenerateContext, type ReportFile } from './documents/common.js';
-import { utcMinute } from './pdf/document.js';
+import { CONTENT_TYPE, ReportError, utcMinute, type GenerateContext, type ReportFile } from './documents/common.js';
 import { kindCatalogue, KINDS } from './kinds.js';
 import {
   getReport,

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db, Tx } from '../../db/database.js';
+import { sessionsChanged } from '../../platform/auth.js';
 
 export const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
 const newToken = () => randomBytes(32).toString('base64url');
@@ -50,12 +51,20 @@ export async function findSessionPrincipal(db: Db, token: string, now: Date) {
   return row ? { sessionId: id, ...row } : undefined;
 }
 
+/*
+ * Authentication remembers sessions for a moment (platform/auth.ts, SessionCache). A change made on the
+ * database itself is committed when its statement returns, so these forget them at once; one made in a
+ * transaction is not committed yet: its service calls sessionsChanged(db) after the transaction.
+ */
+
 export async function setSessionOrg(db: Db | Tx, sessionId: string, orgId: string): Promise<void> {
   await db.updateTable('sessions').set({ org_id: orgId }).where('id', '=', sessionId).execute();
+  sessionsChanged(db as Db);
 }
 
 export async function deleteSession(db: Db | Tx, sessionId: string): Promise<void> {
   await db.deleteFrom('sessions').where('id', '=', sessionId).execute();
+  sessionsChanged(db as Db);
 }
 
 /** Ends every session of a person, or only those in one organisation. */
@@ -63,5 +72,6 @@ export async function deleteSessionsOf(db: Db | Tx, userId: string, orgId?: stri
   let q = db.deleteFrom('sessions').where('user_id', '=', userId);
   if (orgId) q = q.where('org_id', '=', orgId);
   const r = await q.executeTakeFirst();
+  sessionsChanged(db as Db);
   return Number(r.numDeletedRows ?? 0);
 }

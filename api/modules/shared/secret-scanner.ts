@@ -59,9 +59,18 @@ const WORDS = /^[a-z]+(?:[_\-/.:][a-z]+)+$/i;
 const randomLooking = (s: string, minLength: number, minEntropy: number) =>
   s.length >= minLength && !/\s/.test(s) && !WORDS.test(s) && entropy(s) >= minEntropy;
 
+/**
+ * The formats without flags as one expression: most strings match none, and one pass turns them away
+ * (an unanchored `A|B` matches exactly when `A` or `B` does); the formats with flags are tried on their own.
+ */
+const ANY_PLAIN_RULE = new RegExp(RULES.filter(([, p]) => !p.flags).map(([, p]) => `(?:${p.source})`).join('|'));
+const FLAGGED_RULES = RULES.filter(([, p]) => p.flags);
+
 /** The kind of key material in a string, or undefined. `name` is the field it was found under. */
 export function classifySecret(value: string, name?: string): string | undefined {
-  for (const [kind, pattern] of RULES) if (pattern.test(value)) return kind;
+  if (ANY_PLAIN_RULE.test(value) || FLAGGED_RULES.some(([, p]) => p.test(value))) {
+    for (const [kind, pattern] of RULES) if (pattern.test(value)) return kind;
+  }
   if (name && SECRET_NAME.test(name) && randomLooking(value, 12, 3.0)) return 'named_secret';
   // Assignments inside text: "password=…", "api_key: …".
   const assigned = /(?:^|[\s,;{"'])([A-Za-z_][A-Za-z0-9_.-]*)\s*[=:]\s*["']?([^\s"',;}]{12,})/g;

@@ -5,6 +5,7 @@ export {
   insertMembership,
   memberOrganisationWithSlug,
   organisationsOf,
+  organisationWithTenants,
   toTenant,
   type OrganisationRow,
 } from './tenants.repository.js';

@@ -1,5 +1,6 @@
+import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
-import type { Tx } from '../../db/database.js';
+import type { Db, Tx } from '../../db/database.js';
 import type { MembershipsTable, OrganisationsTable } from '../../db/schema.js';
 import { iso } from '../../platform/schemas.js';
 import type { PLANS, REGIONS } from './tenants.schemas.js';
@@ -80,4 +81,23 @@ export function toTenant(o: OrganisationRow) {
     updated_at: iso(o.updated_at),
     version: o.version,
   };
+}
+
+/** The organisation with the active organisations of the person, oldest membership first, in one statement. */
+export function organisationWithTenants(db: Db | Tx, orgId: string, userId: string) {
+  return db
+    .selectFrom('organisations')
+    .selectAll('organisations')
+    .select((eb) =>
+      jsonArrayFrom(
+        eb
+          .selectFrom('memberships')
+          .innerJoin('organisations as o', 'o.id', 'memberships.org_id')
+          .select(['o.id', 'o.slug', 'o.name', 'memberships.roles'])
+          .where('memberships.user_id', '=', userId)
+          .where('memberships.status', '=', 'active')
+          .orderBy('memberships.created_at'),
+      ).as('tenants'),
+    )
+    .where('organisations.id', '=', orgId);
 }

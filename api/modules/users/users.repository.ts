@@ -77,8 +77,9 @@ export async function updateMembership(
   await tx.updateTable('memberships').set(values).where('org_id', '=', orgId).where('user_id', '=', userId).execute();
 }
 
-export function listMembers(tx: Tx, orgId: string, opts: { q?: string; after?: Position; limit: number }) {
-  let q = tx
+/** A page of the organisation's members, oldest first (one more than `limit`, to tell whether more follow). */
+export function listMembers(db: Db | Tx, orgId: string, opts: { q?: string; after?: Position; limit: number }) {
+  let q = db
     .selectFrom('memberships')
     .innerJoin('users', 'users.id', 'memberships.user_id')
     .select(memberColumns)
@@ -91,7 +92,7 @@ export function listMembers(tx: Tx, orgId: string, opts: { q?: string; after?: P
     const { t, id } = opts.after;
     q = q.where(sql<boolean>`(memberships.created_at, memberships.user_id) > (${t}::timestamptz, ${id}::uuid)`);
   }
-  return q.orderBy('memberships.created_at').orderBy('memberships.user_id').limit(opts.limit + 1).execute();
+  return q.orderBy('memberships.created_at').orderBy('memberships.user_id').limit(opts.limit + 1);
 }
 
 export async function countActiveAdmins(tx: Tx, orgId: string): Promise<number> {

@@ -1,7 +1,8 @@
 import type { RequestContext } from '../../platform/context.js';
 import type { z } from 'zod';
-import { inScope, type Db } from '../../db/database.js';
+import { inScope, readInScope, type Db } from '../../db/database.js';
 import { changesOf, valuesOf } from '../../platform/changes.js';
+import { sessionsChanged } from '../../platform/auth.js';
 import { ApiError, notFound } from '../../platform/errors.js';
 import { checkIfMatch } from '../../platform/if-match.js';
 import type { Position } from '../../platform/pagination.js';
@@ -20,8 +21,9 @@ import {
 } from './users.repository.js';
 import type { userIn, userPatchIn } from './users.schemas.js';
 
+/** A page of the organisation's people: one read in its scope, one round trip (readInScope). */
 export function listUsers(db: Db, orgId: string, opts: { q?: string; after?: Position; limit: number }) {
-  return inScope(db, { orgId }, (tx) => listMembers(tx, orgId, opts));
+  return readInScope(db, { orgId }, listMembers(db, orgId, opts));
 }
 
 
@@ -106,5 +108,7 @@ export async function updateUser(
     }
     return getMember(tx, orgId, userId);
   });
+  // Roles, status and name are what a signed-in request carries: sessions read before this are stale.
+  sessionsChanged(db);
   return updated!;
 }

@@ -45,6 +45,46 @@ function binary(a: Fn, b: Fn, f: (x: Val, y: Val) => Val): Fn {
   };
 }
 
+/** A literal the translation reads as a scalar (`value` below: an int within 2^53 as a number), as `[value]`; undefined for anything else. */
+export function scalarLiteral(node: unknown): [Val] | undefined {
+  if (!isNode(node) || node.op !== 'value') return undefined;
+  const v = translateCel(node);
+  return v ? [v({})] : undefined;
+}
+
+/** `a.b.c` (a variable and field selections) as its names, or undefined for any other expression. */
+export function selection(node: unknown): string[] | undefined {
+  if (!isNode(node)) return undefined;
+  if (node.op === 'id') return typeof node.args === 'string' ? [node.args] : undefined;
+  if (node.op !== '.' || !Array.isArray(node.args) || typeof node.args[1] !== 'string') return undefined;
+  const base = selection(node.args[0]);
+  return base ? [...base, node.args[1]] : undefined;
+}
+
+/**
+ * A selection read in one closure instead of one per name, with the same rules as `id` and `.` below:
+ * a variable or key that is not there, or a selection on something other than a map, is an error.
+ */
+function readSelection([root, ...fields]: string[]): Fn {
+  if (fields.length === 1) {
+    const [field] = fields as [string];
+    return (doc) => {
+      if (!Object.hasOwn(doc, root!)) return ERR;
+      const o = doc[root!];
+      return isMap(o) && Object.hasOwn(o, field) ? o[field] : ERR;
+    };
+  }
+  return (doc) => {
+    if (!Object.hasOwn(doc, root!)) return ERR;
+    let o = doc[root!];
+    for (const field of fields) {
+      if (!isMap(o) || !Object.hasOwn(o, field)) return ERR;
+      o = o[field];
+    }
+    return o;
+  };
+}
+
 /** The translated condition, or undefined when the expression leaves the subset. */
 export function translateCel(ast: unknown): Fn | undefined {
   if (!isNode(ast)) return undefined;
@@ -66,6 +106,8 @@ export function translateCel(ast: unknown): Fn | undefined {
     }
     case '.': {
       if (!Array.isArray(args) || typeof args[1] !== 'string') return undefined;
+      const path = selection(ast);
+      if (path) return readSelection(path);
       const obj = translateCel(args[0]);
       const field = args[1];
       if (!obj) return undefined;
@@ -167,6 +209,17 @@ export function translateCel(ast: unknown): Fn | undefined {
     case '!=': {
       const [a, b] = pair();
       if (!a || !b) return undefined;
+      // Against a scalar literal (the usual `tool.key == "..."`), compared in place: one call, not three.
+      const literal = Array.isArray(args) ? scalarLiteral(args[1]) : undefined;
+      if (literal) {
+        const [y] = literal;
+        const same = op === '==';
+        return (doc) => {
+          const x = a(doc);
+          if (x === ERR || x === FALLBACK) return x;
+          return isScalar(x) ? (x === y) === same : FALLBACK;
+        };
+      }
       return binary(a, b, (x, y) => {
         const eq = equal(x, y);
         if (eq === FALLBACK) return FALLBACK;

@@ -1,9 +1,10 @@
 import { Environment } from '@marcbachmann/cel-js';
 import { RE2JS } from 're2js';
-import { FALLBACK, translateCel } from './cel-fast.js';
+import { FALLBACK, scalarLiteral, selection, translateCel } from './cel-fast.js';
 import { DOCUMENT_LAYOUT, fieldType, readPath, type FieldType } from './fields.js';
 import { OPERATORS } from './operators.js';
-import type { CompiledCondition, CompiledRule, Condition, Rule } from './types.js';
+import { prefilter, requiredLiterals } from './regex-prefilter.js';
+import type { CompiledCondition, CompiledRule, Condition, ConditionKey, Rule } from './types.js';
 
 export type OperandType = 'scalar' | 'number' | 'string' | 'list' | 'boolean' | 'regex' | 'cel';
 
@@ -165,7 +166,8 @@ function compileCondition(c: Condition): CompiledCondition | string {
     if (checked.type !== 'bool' && checked.type !== 'dyn') return `the CEL expression gives ${checked.type}, not bool`;
     const unsafe = unsafeCel(program.ast);
     if (unsafe) return unsafe;
-    return { ...c, test: celTest(c.value) };
+    const keys = celKeys(program.ast);
+    return { ...c, test: celTest(c.value), ...(keys.length > 0 ? { keys } : {}) };
   }
 
   if (typeof c.field !== 'string') return 'the condition needs a field';
@@ -205,13 +207,79 @@ function compileCondition(c: Condition): CompiledCondition | string {
         return `the regular expression is not valid RE2 syntax: ${firstLine(err)}`;
       }
       const path = c.field.split('.');
-      return { ...c, test: (doc) => matchesRegex(re, readPath(doc, path)) };
+      const required = requiredLiterals(c.value);
+      if (!required) return { ...c, test: (doc) => matchesRegex(re, readPath(doc, path)) };
+      // Most strings lack the pattern's literals: those are answered without running the expression.
+      const possible = prefilter(required);
+      return {
+        ...c,
+        test: (doc) => {
+          const actual = readPath(doc, path);
+          return typeof actual === 'string' && possible(actual) && re.test(actual);
+        },
+      };
     }
   }
   const op = OPERATORS[c.op]!;
   const path = c.field.split('.');
   const value = c.value;
-  return { ...c, test: (doc) => op(readPath(doc, path), value) };
+  const keys = fieldKeys(c.op, c.field, path, value);
+  return { ...c, test: (doc) => op(readPath(doc, path), value), ...(keys ? { keys } : {}) };
+}
+
+/**
+ * `eq` and `in` hold exactly when the field is one of their values (=== and Array.includes, which a Map
+ * lookup reproduces for every value but NaN), so the rule index can stand in for them.
+ */
+function fieldKeys(op: string, field: string, path: string[], value: unknown): ConditionKey[] | undefined {
+  const values = op === 'eq' ? [value] : op === 'in' && Array.isArray(value) ? [...new Set(value)] : undefined;
+  if (!values || values.some((v) => typeof v === 'number' && Number.isNaN(v))) return undefined;
+  return [{ field, path, values, exact: true }];
+}
+
+/** A literal as the document would hold it (an int as a number: CEL compares an int with a double by value); never NaN, which no Map key stands for. */
+const keyLiteral = (n: unknown) => {
+  const literal = scalarLiteral(n);
+  return literal && !Number.isNaN(literal[0]) ? literal : undefined;
+};
+
+/**
+ * What a CEL expression needs of the document, read from its top-level conjuncts (a CEL `&&` is true only
+ * when every conjunct is true): `a.b == 1`, `"x" == a.b` or `a.b in ["x", "y"]` are true only when the
+ * value at that path is one of those literals (a missing key is an error, another type is false or an
+ * error, never true); `a.b > 1`, `size(a.b) < 3` or `a.b.startsWith("x")` only when the path holds a
+ * value (absent and null are errors). These are necessary conditions, so `exact` is false and the
+ * expression still runs for the requests that meet them.
+ */
+function celKeys(ast: unknown): ConditionKey[] {
+  if (!isNode(ast) || !Array.isArray(ast.args)) return [];
+  if (ast.op === '&&') return ast.args.flatMap(celKeys);
+  const key = (path: string[] | undefined, values?: unknown[]): ConditionKey[] =>
+    path ? [{ field: path.join('.'), path, ...(values ? { values: [...new Set(values)] } : {}), exact: false }] : [];
+  if (ast.op === 'rcall') {
+    const [name, receiver] = ast.args as [unknown, unknown];
+    return name === 'startsWith' || name === 'endsWith' || name === 'contains' ? key(selection(receiver)) : [];
+  }
+  if (ast.args.length !== 2) return [];
+  const [left, right] = ast.args as [unknown, unknown];
+  if (ast.op === '==') {
+    const l = keyLiteral(right);
+    if (l) return key(selection(left), l);
+    const r = keyLiteral(left);
+    return r ? key(selection(right), r) : [];
+  }
+  if (ast.op === 'in') {
+    if (!isNode(right) || right.op !== 'list' || !Array.isArray(right.args)) return [];
+    const items = right.args.map(keyLiteral);
+    return items.every((x) => x !== undefined) ? key(selection(left), items.flat()) : [];
+  }
+  if (ast.op === '<' || ast.op === '<=' || ast.op === '>' || ast.op === '>=') {
+    const measured = (n: unknown) =>
+      selection(n) ?? (isNode(n) && n.op === 'call' && Array.isArray(n.args) && n.args[0] === 'size' && Array.isArray(n.args[1]) && n.args[1].length === 1 ? selection(n.args[1][0]) : undefined);
+    if (keyLiteral(right)) return key(measured(left));
+    if (keyLiteral(left)) return key(measured(right));
+  }
+  return [];
 }
 
 function matchesRegex(re: RE2JS, actual: unknown): boolean {

@@ -18,10 +18,10 @@ export type Step = (ctx: DecisionContext) => void;
 
 export function deny(ctx: DecisionContext, step: string, reason: string, detail?: Record<string, unknown>, stop = false): void {
   ctx.denies.push(reason);
-  ctx.trace.push({ step, outcome: 'deny', reason, ...(detail ? { detail } : {}) });
+  ctx.trace.push(detail ? { step, outcome: 'deny', reason, detail } : { step, outcome: 'deny', reason });
   if (stop) ctx.stop = true;
 }
 
 export function pass(ctx: DecisionContext, step: string, detail?: Record<string, unknown>): void {
-  ctx.trace.push({ step, outcome: 'pass', ...(detail ? { detail } : {}) });
+  ctx.trace.push(detail ? { step, outcome: 'pass', detail } : { step, outcome: 'pass' });
 }

@@ -21,23 +21,27 @@ export function decide(input: DecisionInput, snapshot: Snapshot): Decision {
     step(ctx);
     if (ctx.stop) break;
   }
-  const unique = (xs: string[]) => [...new Set(xs)];
   if (ctx.denies.length > 0) {
     return { decision: 'deny', reasonCodes: unique(ctx.denies), approvalsRequired: 0, trace: ctx.trace };
   }
   if (ctx.approvals.length > 0 && !input.approvalPresent) {
+    let count = 0;
+    for (const a of ctx.approvals) count = Math.max(count, a.count);
     return {
       decision: 'require_approval',
       reasonCodes: unique(ctx.approvals.map((a) => a.reason)),
-      approvalsRequired: Math.max(...ctx.approvals.map((a) => a.count)),
+      approvalsRequired: count,
       trace: ctx.trace,
     };
   }
-  const approved = ctx.approvals.length > 0 ? ['APPROVAL_GRANTED'] : [];
-  return {
-    decision: 'allow',
-    reasonCodes: unique(['PERMISSION_GRANTED', ...approved, ...ctx.allows]),
-    approvalsRequired: 0,
-    trace: [...ctx.trace, { step: 'decision', outcome: 'allow', reason: 'PERMISSION_GRANTED' }],
-  };
+  const granted = ['PERMISSION_GRANTED'];
+  if (ctx.approvals.length > 0) granted.push('APPROVAL_GRANTED');
+  // The trace is this call's own, so the closing entry is appended in place.
+  ctx.trace.push({ step: 'decision', outcome: 'allow', reason: 'PERMISSION_GRANTED' });
+  return { decision: 'allow', reasonCodes: unique(granted.concat(ctx.allows)), approvalsRequired: 0, trace: ctx.trace };
+}
+
+/** The codes once each, first occurrence first. */
+function unique(codes: string[]): string[] {
+  return codes.length < 2 ? codes : [...new Set(codes)];
 }

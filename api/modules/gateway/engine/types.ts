@@ -69,9 +69,24 @@ export interface Rule {
   obligations?: { approvals_required?: number };
 }
 
+/**
+ * What a condition needs of one field (the rule index reads these): the condition can hold only when the
+ * field at `path` is one of `values` (without `values`: holds any value, not absent or null). `exact` when
+ * that is also enough (`eq`, `in`), not when it is one conjunct of a CEL expression whose other parts still
+ * have to hold.
+ */
+export interface ConditionKey {
+  field: string;
+  path: string[];
+  values?: unknown[];
+  exact: boolean;
+}
+
 /** A condition ready to run: `test` reads the decision document. */
 export interface CompiledCondition extends Condition {
   test: (doc: Record<string, unknown>) => boolean;
+  /** What the condition needs of fields, when it says (absent: the rule index files the rule by another condition or scans it). */
+  keys?: ConditionKey[];
 }
 
 /** A rule whose conditions are compiled; `policy` names the policy it came from. */

@@ -1,64 +1,77 @@
-import { sql, type Insertable } from 'kysely';
-import type { Tx } from '../../../db/database.js';
+import { sql, type CompiledQuery, type Insertable } from 'kysely';
+import type { Db, Tx } from '../../../db/database.js';
 import type { ActionRequestsTable, ApprovalsTable } from '../../../db/schema.js';
-import { countHits, type Bucket } from '../../../platform/rate-limit.js';
-import { alongside, appendAfter, headForUpdate, lockedHead, type ChainHead, type EvidenceEvent, type EvidenceSigner } from '../../evidence/index.js';
+import { alongside, chainedWrite, headForUpdate, lockedHead, type Chained, type ChainHead } from '../../evidence/index.js';
 import { notifyHoldersOf, type Notice } from '../../notifications/index.js';
 import { insertTelemetry, type TelemetryEvent } from '../../telemetry/index.js';
 import type { ActionRow } from '../actions.repository.js';
 import type { DecisionColumns } from './records.js';
 
+export interface ProbeRow {
+  version: string | null;
+  taken: string[] | null;
+  head: ChainHead | null;
+}
+
 /**
- * In one statement: the batch's hits counted on the agents' gateway budgets, the organisation's
- * registry version, which of the batch's (agent, key) pairs are already taken, and the evidence
- * chain's head, locked for this transaction.
+ * One statement: the organisation's registry version, which of the batch's (agent, key) pairs are
+ * already taken, and, with `lock`, the evidence chain's head, locked for the transaction (null before the
+ * organisation's first record). Sent with the batch's `begin`.
  */
-export async function probeBatch(tx: Tx, orgId: string, hits: Bucket[], pairs: Array<{ agentId: string; key: string }>) {
-  const { rows } = await sql<{
-    hits: Record<string, number> | null;
-    version: string | null;
-    taken: string[] | null;
-    head: ChainHead | null;
-  }>`
-    with hits as (${countHits(hits)})
+export function probeQuery(db: Db, orgId: string, pairs: Array<{ agentId: string; key: string }>, lock: boolean): CompiledQuery<ProbeRow> {
+  return sql<ProbeRow>`
     select
-      (select json_object_agg(key, count) from hits) as hits,
       (select version from registry_versions where org_id = ${orgId}) as version,
       (select array_agg(a.agent_id || ' ' || a.idempotency_key)
          from unnest(${pairs.map((p) => p.agentId)}::uuid[], ${pairs.map((p) => p.key)}::text[]) as k(agent_id, key)
          join action_requests a on a.org_id = ${orgId} and a.agent_id = k.agent_id and a.idempotency_key = k.key) as taken,
-      ${headForUpdate(orgId)} as head`.execute(tx);
-  const r = rows[0];
-  return {
-    hits: r?.hits ?? {},
-    version: r?.version ?? '0',
-    taken: new Set(r?.taken ?? []),
-    head: await lockedHead(tx, orgId, r?.head ?? null),
-  };
+      ${lock ? headForUpdate(orgId) : sql`null`} as head`.compile(db);
 }
 
 /**
- * The batch's evidence, its new actions, their approvals, the approvers' notices of them and its
- * redemptions' telemetry, in the evidence append's one statement.
+ * What the probe found. With `lock`, the head (created now, and locked, before the organisation's first
+ * record: `created` says so, since a head row not yet committed cannot be handed over).
  */
-export async function writeBatch(
+export async function probed(tx: Tx, orgId: string, row: ProbeRow | undefined, lock: boolean) {
+  return {
+    version: row?.version ?? '0',
+    taken: new Set(row?.taken ?? []),
+    head: lock ? await lockedHead(tx, orgId, row?.head ?? null) : undefined,
+    created: lock && !row?.head,
+  };
+}
+
+/** The chain head, locked for the caller's transaction (created at genesis). */
+export const lockHead = (tx: Tx, orgId: string) => lockedHead(tx, orgId, null);
+
+/**
+ * The batch's evidence (chained after the head the transaction holds, or after `unlockedAfter`, see
+ * `chainedWrite`), its new actions, their approvals, the approvers' notices of them and its
+ * redemptions' telemetry: one statement, compiled, which the batch sends with its `commit`.
+ */
+export function batchWrite(
   tx: Tx,
-  signer: EvidenceSigner,
   orgId: string,
-  head: ChainHead,
-  events: EvidenceEvent[],
+  chained: Chained,
+  unlockedAfter: ChainHead | undefined,
   now: Date,
   actions: Insertable<ActionRequestsTable>[],
   approvals: Insertable<ApprovalsTable>[],
   telemetry: TelemetryEvent[] = [],
   notices: Notice[] = [],
-): Promise<void> {
-  await appendAfter(tx, signer, orgId, head, events, now, [
-    ...(actions.length > 0 ? [alongside('actions', (db) => db.insertInto('action_requests').values(actions))] : []),
-    ...(approvals.length > 0 ? [alongside('approvals', (db) => db.insertInto('approvals').values(approvals))] : []),
-    ...(notices.length > 0 ? [alongside('notified', (db) => notifyHoldersOf(db, orgId, 'approval:decide', notices, now))] : []),
-    ...(telemetry.length > 0 ? [alongside('telemetry', (db) => insertTelemetry(db, orgId, telemetry))] : []),
-  ]);
+): CompiledQuery {
+  return chainedWrite(
+    tx,
+    orgId,
+    chained,
+    [
+      ...(actions.length > 0 ? [alongside('actions', (db) => db.insertInto('action_requests').values(actions))] : []),
+      ...(approvals.length > 0 ? [alongside('approvals', (db) => db.insertInto('approvals').values(approvals))] : []),
+      ...(notices.length > 0 ? [alongside('notified', (db) => notifyHoldersOf(db, orgId, 'approval:decide', notices, now))] : []),
+      ...(telemetry.length > 0 ? [alongside('telemetry', (db) => insertTelemetry(db, orgId, telemetry))] : []),
+    ],
+    unlockedAfter,
+  );
 }
 
 /** The action an agent submitted under `key`, locked. */

@@ -1,26 +1,26 @@
 import type { Clock } from '../../../../lib/clock.js';
-import { inScope, type Db, type Tx } from '../../../db/database.js';
+import { inScope, inScopePiped, type Ahead, type Db, type Tx } from '../../../db/database.js';
 import { ApiError, notFound } from '../../../platform/errors.js';
 import type { DecisionMetrics } from '../../../platform/metrics.js';
 import {
   agentRateKey,
   arrivalCounts,
-  enforceLimit,
+  countHits,
   RATE_WINDOW_MS,
   rateLimited,
   windowStartOf,
   type HitCounter,
 } from '../../../platform/rate-limit.js';
 import { isUniqueViolation } from '../../../platform/schemas.js';
-import { appendEvidence, type EvidenceEvent, type EvidenceSigner } from '../../evidence/index.js';
+import { appendEvidence, chainEvents, HeadMoved, headMovedOr, type ChainHead, type EvidenceEvent, type EvidenceSigner } from '../../evidence/index.js';
 import { recordTelemetry, telemetryEvents, type TelemetryEvent } from '../../telemetry/index.js';
 import type { ActionIn, SubmissionOut } from '../actions.schemas.js';
 import type { DecisionSnapshots, OrgView } from '../snapshot.js';
 import { requestHash, type ApprovalTokens } from './approval-tokens.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit, type Pipeline } from './group-commit.js';
 import { prepare, type Prepared, type Submitter } from './records.js';
 import { resubmit } from './replay.js';
-import { insertAction, lockActionByKey, probeBatch, writeBatch } from './submission.repository.js';
+import { batchWrite, insertAction, lockActionByKey, lockHead, probed, probeQuery, type ProbeRow } from './submission.repository.js';
 
 export interface SubmissionDeps {
   db: Db;
@@ -43,6 +43,11 @@ interface Job {
   arrived: number;
   /** Its decision's latency in ms as recorded (decision_ms, or a redemption's event), once decided; none for a replay. */
   decidedMs?: number;
+  /**
+   * A gateway submission's hit on its agent's budget, once counted (by its first batch, in a statement
+   * of its own): its refusal when over the budget, or none. Counted once, whatever its batch's fate.
+   */
+  budget?: { refusal: ApiError | undefined };
   resolve: (result: SubmissionOut) => void;
   reject: (err: unknown) => void;
 }
@@ -73,14 +78,15 @@ function redeemedEvent(job: Pick<Job, 'who' | 'body' | 'arrived' | 'decidedMs'>,
 }
 
 export class SubmissionService {
-  private readonly batches = new GroupCommit<Job>((orgId, batch) => this.runBatch(orgId, batch));
+  private readonly batches = new GroupCommit<Job, ChainHead>((orgId, batch, pipeline) => this.runBatch(orgId, batch, pipeline));
 
   constructor(private readonly deps: SubmissionDeps) {}
 
   /**
    * Submits (or resubmits) an action under an idempotency key. Submissions of one organisation are
-   * group-committed: while one batch's transaction runs, the next ones queue, and then go together in
-   * one transaction with one evidence append and one commit. An acknowledged decision is durable.
+   * group-committed: those that queue while a batch runs go together as the next batch, one transaction
+   * with one evidence append and one commit, pipelined behind the batch before (D36). An acknowledged
+   * decision is durable.
    */
   submit(who: Submitter, key: string, body: ActionIn): Promise<SubmissionOut> {
     const arrived = performance.now();
@@ -88,111 +94,72 @@ export class SubmissionService {
   }
 
   /**
+   * The statement that counts the batch's gateway submissions not counted yet on their agents' budgets,
+   * sent ahead of the batch's transaction and committed on its own (in the transaction it would hold
+   * the budgets' rows locked until its commit, and the next batch of the same agents would wait for
+   * it); each submission learns its refusal, if over the budget, when it has run. None when there is
+   * nothing to count.
+   */
+  private budgetCount(batch: Job[]): Ahead<{ key: string; count: number }> | undefined {
+    const byKey = new Map<string, Job[]>();
+    for (const job of batch) {
+      if (job.who.source !== 'gateway' || job.budget) continue;
+      const k = agentRateKey(job.who.agentId);
+      const jobs = byKey.get(k);
+      if (jobs) jobs.push(job);
+      else byKey.set(k, [job]);
+    }
+    if (byKey.size === 0) return undefined;
+    const { db, clock, gatewayPerMinute: limit } = this.deps;
+    const now = clock.now().getTime();
+    const windowStart = windowStartOf(now, RATE_WINDOW_MS);
+    return {
+      query: countHits([...byKey].map(([key, jobs]) => ({ key, windowStart, count: jobs.length }))).compile(db),
+      done: (rows) => {
+        const totals = new Map(rows.map((r) => [r.key, Number(r.count)]));
+        for (const [k, jobs] of byKey) {
+          arrivalCounts(totals.get(k) ?? jobs.length, jobs.length).forEach((count, i) => {
+            jobs[i]!.budget = { refusal: count > limit ? rateLimited(limit, windowStart + RATE_WINDOW_MS - now) : undefined };
+          });
+        }
+      },
+    };
+  }
+
+  /**
    * One transaction for the batch. Submissions under new keys are decided in memory against the
    * registry snapshot and written with one insert per table; replays, redemptions, repeated keys
    * within the batch and keys another process took meanwhile go one by one; then one evidence append.
+   * While the batch before it is in flight (`after`), the batch takes no lock on the chain head: it is
+   * decided while that one writes, chains its records after the head that one hands over once written,
+   * and its own write applies only if the head is still that one when that one has committed (else the
+   * batch runs again, locking the head).
    */
-  private async runBatch(orgId: string, batch: Job[]): Promise<void> {
-    const { db, clock, evidence, snapshots, gatewayPerMinute: limit } = this.deps;
+  private async runBatch(orgId: string, batch: Job[], pipeline: Pipeline<ChainHead>): Promise<void> {
+    const { after, release, handOver } = pipeline;
+    const { db } = this.deps;
     this.deps.metrics?.batch(batch.length);
     const outcomes = new Map<Job, Outcome>();
     try {
-      await inScope(db, { orgId }, async (tx) => {
-        outcomes.clear();
-        const now = clock.now();
-        // Gateway submissions count against their agent's budget here, in the batch's first statement.
-        const budgets = new Map<string, Job[]>();
-        for (const job of batch) {
-          if (job.who.source !== 'gateway') continue;
-          const k = agentRateKey(job.who.agentId);
-          const jobs = budgets.get(k);
-          if (jobs) jobs.push(job);
-          else budgets.set(k, [job]);
-        }
-        const windowStart = windowStartOf(now.getTime(), RATE_WINDOW_MS);
-        const { hits, version, taken, head } = await probeBatch(
-          tx,
-          orgId,
-          [...budgets].map(([key, jobs]) => ({ key, windowStart, count: jobs.length })),
-          batch.map((j) => ({ agentId: j.who.agentId, key: j.key })),
-        );
-        for (const [k, jobs] of budgets) {
-          arrivalCounts(Number(hits[k] ?? jobs.length), jobs.length).forEach((count, i) => {
-            if (count > limit) {
-              this.deps.hits.refused(k);
-              outcomes.set(jobs[i]!, { error: rateLimited(limit, windowStart + RATE_WINDOW_MS - now.getTime()) });
-            }
-          });
-        }
-        const view = await snapshots.load(tx, orgId, batch.map((j) => j.who.agentId), version);
-        const fresh: Prepared[] = [];
-        // Redemptions' telemetry events, written in the batch's one statement (a first decision's is its action row).
-        const telemetry: TelemetryEvent[] = [];
-        const inBatch = new Map<string, Prepared>();
-        const oneByOne: Job[] = [];
-        for (const job of batch) {
-          if (outcomes.has(job)) continue;
-          const pair = `${job.who.agentId} ${job.key}`;
-          if (taken.has(pair)) {
-            oneByOne.push(job);
-            continue;
-          }
-          const hash = requestHash(job.body);
-          const earlier = inBatch.get(pair);
-          if (earlier) {
-            // The same key earlier in this batch: its replay, or a conflict, as if it had been stored.
-            outcomes.set(
-              job,
-              earlier.action.request_hash === hash ? { ok: { ...earlier.result, replayed: true } } : { error: new ApiError('idempotency_conflict') },
-            );
-            continue;
-          }
-          const state = view.state(job.who.agentId, job.body.tool);
-          if (!state.agent) {
-            outcomes.set(job, { error: notFound('No such agent.') });
-            continue;
-          }
-          const prepared = prepare(job.who, job.key, job.body, hash, state, now, (job.decidedMs = sinceArrival(job.arrived)));
-          fresh.push(prepared);
-          inBatch.set(pair, prepared);
-          outcomes.set(job, { ok: prepared.result });
-        }
-
-        // Replays and redemptions lock and update their rows one by one, first.
-        const events: EvidenceEvent[] = [];
-        for (const job of oneByOne) {
-          try {
-            outcomes.set(job, { ok: await this.process(tx, view, job, now, events, telemetry) });
-          } catch (err) {
-            // A refusal (idempotency conflict, unknown agent) happens before its job writes anything.
-            if (!(err instanceof ApiError)) throw err;
-            outcomes.set(job, { error: err });
-          }
-        }
-        // Then every new action, its approval and all the evidence in one statement. A key another
-        // process took since the probe fails it, and the batch runs again one by one.
-        for (const f of fresh) events.push(...f.events);
-        if (events.length === 0) return;
-        await writeBatch(
-          tx,
-          evidence,
-          orgId,
-          head,
-          events,
-          now,
-          fresh.map((f) => f.action),
-          fresh.flatMap((f) => (f.approval ? [f.approval] : [])),
-          telemetry,
-          fresh.flatMap((f) => (f.notice ? [f.notice] : [])),
-        );
+      const probe = probeQuery(db, orgId, batch.map((j) => ({ agentId: j.who.agentId, key: j.key })), !after);
+      // The budgets' count and the probe go with `begin`, the write with `commit`: two round trips a batch.
+      const budgets = this.budgetCount(batch);
+      await inScopePiped(db, { orgId }, probe, (tx, [row]) => this.decide(tx, orgId, batch, row, outcomes, pipeline), budgets).catch((err: unknown) => {
+        throw after ? headMovedOr(err) : err;
       });
-    } catch {
+    } catch (err) {
+      // Chained after a head that moved (the batch before rolled back, or another process appended
+      // first): the whole batch again, after the locked head.
+      if (err instanceof HeadMoved) return this.runBatch(orgId, batch, { after: undefined, release, handOver });
       // A statement failed and the batch rolled back: each submission runs again on its own.
       for (const job of batch) {
-        this.submitAlone(job).then((result) => {
-          this.count(job, result);
-          job.resolve(result);
-        }, job.reject);
+        this.submitAlone(job).then(
+          (result) => {
+            this.count(job, result);
+            job.resolve(result);
+          },
+          (err) => this.refuse(job, err),
+        );
       }
       return;
     }
@@ -201,8 +168,101 @@ export class SubmissionService {
       if ('ok' in outcome) {
         this.count(job, outcome.ok);
         job.resolve(outcome.ok);
-      } else job.reject(outcome.error);
+      } else this.refuse(job, outcome.error);
     }
+  }
+
+  /**
+   * The batch inside its transaction, once its probe has run: each submission decided (or refused,
+   * replayed, redeemed) into `outcomes`, the evidence chained and signed, and the write to send with the
+   * commit.
+   */
+  private async decide(tx: Tx, orgId: string, batch: Job[], row: ProbeRow | undefined, outcomes: Map<Job, Outcome>, { after, release, handOver }: Pipeline<ChainHead>) {
+    const { clock, evidence, snapshots } = this.deps;
+    const now = clock.now();
+    for (const job of batch) if (job.budget?.refusal) outcomes.set(job, { error: job.budget.refusal });
+    const { version, taken, head: locked, created } = await probed(tx, orgId, row, !after);
+    const view = await snapshots.load(tx, orgId, batch.map((j) => j.who.agentId), version);
+    const fresh: Prepared[] = [];
+    // Redemptions' telemetry events, written in the batch's one statement (a first decision's is its action row).
+    const telemetry: TelemetryEvent[] = [];
+    const inBatch = new Map<string, Prepared>();
+    const oneByOne: Job[] = [];
+    for (const job of batch) {
+      if (outcomes.has(job)) continue;
+      const pair = `${job.who.agentId} ${job.key}`;
+      if (taken.has(pair)) {
+        oneByOne.push(job);
+        continue;
+      }
+      const hash = requestHash(job.body);
+      const earlier = inBatch.get(pair);
+      if (earlier) {
+        // The same key earlier in this batch: its replay, or a conflict, as if it had been stored.
+        outcomes.set(
+          job,
+          earlier.action.request_hash === hash ? { ok: { ...earlier.result, replayed: true } } : { error: new ApiError('idempotency_conflict') },
+        );
+        continue;
+      }
+      const state = view.state(job.who.agentId, job.body.tool);
+      if (!state.agent) {
+        outcomes.set(job, { error: notFound('No such agent.') });
+        continue;
+      }
+      const prepared = prepare(job.who, job.key, job.body, hash, state, now, (job.decidedMs = sinceArrival(job.arrived)));
+      fresh.push(prepared);
+      inBatch.set(pair, prepared);
+      outcomes.set(job, { ok: prepared.result });
+    }
+
+    // Replays and redemptions lock and update their rows one by one, first.
+    const events: EvidenceEvent[] = [];
+    for (const job of oneByOne) {
+      try {
+        outcomes.set(job, { ok: await this.process(tx, view, job, now, events, telemetry) });
+      } catch (err) {
+        // A refusal (idempotency conflict, unknown agent) happens before its job writes anything.
+        if (!(err instanceof ApiError)) throw err;
+        outcomes.set(job, { error: err });
+      }
+    }
+    // The head to chain after: the locked one, or the one the batch before hands over (if it ended
+    // without one, the head locked now).
+    const expected = locked ?? (await after);
+    const head = expected ?? (await lockHead(tx, orgId));
+    const unlocked = locked ? undefined : expected;
+    // Then every new action, its approval and all the evidence in one statement. A key another
+    // process took since the probe fails it, and the batch runs again one by one.
+    for (const f of fresh) events.push(...f.events);
+    const chained = chainEvents(evidence, orgId, head, events, now);
+    release();
+    // A head this batch created is not committed until the batch is: the next batch locks it itself.
+    if (created) handOver(undefined);
+    if (events.length === 0) {
+      handOver(head);
+      return { result: undefined };
+    }
+    // Handed over once this write holds the head's row: the next batch's write then waits for this
+    // one's commit on it.
+    const last = batchWrite(
+      tx,
+      orgId,
+      chained,
+      unlocked,
+      now,
+      fresh.map((f) => f.action),
+      fresh.flatMap((f) => (f.approval ? [f.approval] : [])),
+      telemetry,
+      fresh.flatMap((f) => (f.notice ? [f.notice] : [])),
+    );
+    return { last, written: () => handOver(chained.head), result: undefined };
+  }
+
+  /** Rejects a submission; a refusal over its agent's budget counts on /metrics. */
+  private refuse(job: Job, err: unknown): void {
+    if (err instanceof ApiError && err.code === 'rate_limited') this.deps.hits.refused(agentRateKey(job.who.agentId));
+    job.reject(err);
   }
 
   /** A decision counts once it is committed: a batch rolled back runs again, and is counted then. */
@@ -214,10 +274,14 @@ export class SubmissionService {
   /** One submission in its own transaction; a racing insert of the same key answers as its replay. */
   private async submitAlone(job: Job): Promise<SubmissionOut> {
     const { who } = job;
-    const { db, clock, evidence, snapshots, hits, gatewayPerMinute } = this.deps;
-    // The batch's hits rolled back with it.
+    const { db, clock, evidence, snapshots } = this.deps;
     job.decidedMs = undefined;
-    if (who.source === 'gateway') await enforceLimit(hits, agentRateKey(who.agentId), gatewayPerMinute);
+    // Counted by its batch, unless that count is what failed.
+    if (who.source === 'gateway' && !job.budget) {
+      const { current, ttl } = await this.deps.hits.hit(agentRateKey(who.agentId), RATE_WINDOW_MS);
+      job.budget = { refusal: current > this.deps.gatewayPerMinute ? rateLimited(this.deps.gatewayPerMinute, ttl) : undefined };
+    }
+    if (job.budget?.refusal) throw job.budget.refusal;
     const once = () =>
       inScope(db, { orgId: who.orgId }, async (tx) => {
         const now = clock.now();

@@ -53,6 +53,9 @@ export function windowText(now: Date, days: number): string {
   return `${days} day${days === 1 ? '' : 's'}, ${since} to ${now.toISOString().slice(0, 10)} (UTC)`;
 }
 
+/** "2026-11-23 09:00 UTC": how reports show a time. */
+export const utcMinute = (d: Date) => `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+
 export const day = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString().slice(0, 10) : '');
 
 export const percent = (part: number, whole: number) => (whole > 0 ? `${Math.round((part / whole) * 1000) / 10}%` : '0%');

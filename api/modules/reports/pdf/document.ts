@@ -1,4 +1,5 @@
 import PDFDocument from 'pdfkit';
+import { utcMinute } from '../documents/common.js';
 import { COLOUR, FONT, SIZE } from './theme.js';
 import { oneLine, pdfLines, pdfText } from './text.js';
 
@@ -26,9 +27,6 @@ const MARGINS = { top: 58, bottom: 52, left: 46, right: 46 };
 /** Where the running header and the footer sit, inside the top and bottom margins. */
 const HEADER_Y = 26;
 const FOOTER_GAP = 20;
-
-/** "2026-11-23 09:00 UTC": how reports show a time. */
-export const utcMinute = (d: Date) => `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 
 /**
  * A report as a PDF laid out by hand on pdfkit's vector primitives: a title page with the contents, headings,

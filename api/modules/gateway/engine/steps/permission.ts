@@ -13,12 +13,17 @@ export const permission: Step = (ctx) => {
   const tool = ctx.tool;
   if (!tool) return;
   const { action, identityId, now } = ctx.input;
-  const applies = (b: BindingView) =>
-    ((b.targetKind === 'tool' && b.targetId === tool.id) || (b.targetKind === 'mcp_server' && b.targetId === tool.mcpServerId)) &&
-    b.actions.includes(action.operation) &&
-    (b.expiresAt === null || Date.parse(b.expiresAt) > Date.parse(now)) &&
-    (b.identityId === null || b.identityId === identityId);
-  const candidates = ctx.snapshot.bindings.filter(applies);
+  const candidates: BindingView[] = [];
+  for (const b of ctx.snapshot.bindings) {
+    if (
+      ((b.targetKind === 'tool' && b.targetId === tool.id) || (b.targetKind === 'mcp_server' && b.targetId === tool.mcpServerId)) &&
+      b.actions.includes(action.operation) &&
+      (b.expiresAt === null || Date.parse(b.expiresAt) > Date.parse(now)) &&
+      (b.identityId === null || b.identityId === identityId)
+    ) {
+      candidates.push(b);
+    }
+  }
   if (candidates.length === 0) return deny(ctx, 'permission', 'PERMISSION_NOT_GRANTED');
 
   // Any one binding whose constraints the call meets, and whose pin (if any) is current, is enough.

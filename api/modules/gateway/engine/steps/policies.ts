@@ -1,6 +1,7 @@
 import type { DecisionContext, Step } from '../context.js';
 import { deny, pass } from '../context.js';
 import { decisionDocument } from '../fields.js';
+import { holds, matchingRules, nextDecision, ruleSet, type ConditionView, type RuleSet, type RuleView } from '../rule-index.js';
 
 const PRIVILEGED = new Set(['write', 'destructive', 'financial', 'admin']);
 
@@ -26,34 +27,56 @@ export const mcpTrust: Step = (ctx) => {
   pass(ctx, 'POL-006', { mcp_trust_state: trust });
 };
 
-/** Rules of published policies (or the drafts simulated); every condition must hold for the effect. */
+/**
+ * Rules of published policies (or the drafts simulated); every condition must hold for the effect.
+ * Only the rules the request can match are evaluated (rule-index.ts). With `explain` every rule is
+ * traced with each condition's result, each distinct condition tested once.
+ */
 export const publishedRules: Step = (ctx: DecisionContext) => {
-  if (ctx.snapshot.rules.length === 0) return;
+  const rules = ctx.snapshot.rules;
+  if (rules.length === 0) return;
   const doc = decisionDocument(ctx);
-  const explain = ctx.input.explain === true;
-  for (const rule of ctx.snapshot.rules) {
-    if (!explain && !rule.ordered.every((c) => c.test(doc))) continue;
-    const detail: Record<string, unknown> = { rule_id: rule.id, ...(rule.policy ? { policy: rule.policy } : {}) };
-    if (explain) {
-      const results = rule.compiled.map((c) => c.test(doc));
-      detail.conditions = rule.compiled.map((c, i) => ({
-        ...(c.field ? { field: c.field } : {}),
-        op: c.op,
-        ...(c.op === 'cel' ? { expression: c.value } : {}),
-        matched: results[i],
-      }));
-      if (!results.every(Boolean)) {
-        ctx.trace.push({ step: 'policy', outcome: 'skip', reason: rule.reason_code, detail });
-        continue;
-      }
-    }
-    if (rule.effect === 'deny') deny(ctx, 'policy', rule.reason_code, detail);
-    else if (rule.effect === 'require_approval') {
-      ctx.approvals.push({ reason: rule.reason_code, count: Math.max(1, rule.obligations?.approvals_required ?? 1) });
-      ctx.trace.push({ step: 'policy', outcome: 'require_approval', reason: rule.reason_code, detail });
-    } else {
-      ctx.allows.push(rule.reason_code);
-      ctx.trace.push({ step: 'policy', outcome: 'allow', reason: rule.reason_code, detail });
-    }
+  const set = ruleSet(rules);
+  nextDecision(set);
+  if (ctx.input.explain === true) return explainRules(ctx, set, doc);
+  for (const r of matchingRules(set, doc)) {
+    const rule = set.views[r]!;
+    apply(ctx, rule, rule.policy ? { rule_id: rule.id, policy: rule.policy } : { rule_id: rule.id });
   }
 };
+
+function explainRules(ctx: DecisionContext, set: RuleSet, doc: Record<string, unknown>): void {
+  const { views, written } = set;
+  for (let r = 0; r < views.length; r++) {
+    const rule = views[r]!;
+    const slots = written[r]!;
+    const conditions = new Array<Record<string, unknown>>(slots.length);
+    let all = true;
+    for (let i = 0; i < slots.length; i++) {
+      const matched = holds(set, slots[i]!, doc);
+      conditions[i] = conditionTrace(rule.conditions[i]!, matched);
+      if (!matched) all = false;
+    }
+    const detail = rule.policy ? { rule_id: rule.id, policy: rule.policy, conditions } : { rule_id: rule.id, conditions };
+    if (all) apply(ctx, rule, detail);
+    else ctx.trace.push({ step: 'policy', outcome: 'skip', reason: rule.reason, detail });
+  }
+}
+
+/** One condition in the explain trace: its field (none for CEL), operator, expression (CEL only) and result. */
+function conditionTrace(c: ConditionView, matched: boolean): Record<string, unknown> {
+  if (c.cel) return c.field ? { field: c.field, op: c.op, expression: c.value, matched } : { op: c.op, expression: c.value, matched };
+  return c.field ? { field: c.field, op: c.op, matched } : { op: c.op, matched };
+}
+
+/** A matched rule's effect. */
+function apply(ctx: DecisionContext, rule: RuleView, detail: Record<string, unknown>): void {
+  if (rule.effect === 'deny') deny(ctx, 'policy', rule.reason, detail);
+  else if (rule.effect === 'require_approval') {
+    ctx.approvals.push({ reason: rule.reason, count: rule.approvals });
+    ctx.trace.push({ step: 'policy', outcome: 'require_approval', reason: rule.reason, detail });
+  } else {
+    ctx.allows.push(rule.reason);
+    ctx.trace.push({ step: 'policy', outcome: 'allow', reason: rule.reason, detail });
+  }
+}
