@@ -4,6 +4,7 @@ import { benchBreaker } from './breaker.js';
 import { benchController } from './controller.js';
 import { benchDecisions } from './decisions.js';
 import { benchGraph } from './graph.js';
+import { benchLowLoad } from './low-load.js';
 import { benchMcpProxy } from './mcp-proxy.js';
 import { benchMemory } from './memory.js';
 import { benchPolicy } from './policy.js';
@@ -14,7 +15,7 @@ import { benchTokenVerify } from './token-verify.js';
 
 /**
  * `make bench`: every benchmark, printed as tables. BENCH_SECONDS and BENCH_CONNECTIONS tune the HTTP
- * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, controller, sidecar, mcp-proxy, breaker, risk, graph, memory). BENCH_AGENTS sets
+ * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, controller, sidecar, low-load, mcp-proxy, breaker, risk, graph, memory). BENCH_AGENTS sets
  * the concurrency of the decisions benchmark (default 32); BENCH_CONTROLLER_AGENTS the Agent resources of the
  * controller benchmark (default 1000) and BENCH_CONTROLLER_WORKERS its reconciles in flight per kind (default 4).
  */
@@ -67,6 +68,12 @@ if (!only || only === 'sidecar') {
   const rate = Number(process.env.BENCH_SIDECAR_RATE ?? 500);
   console.log(`sidecar: the same allowed submission at ${rate}/s for ${seconds} s, straight and through tollgate sidecar (targets: added p50 <= 0.3 ms, p99 <= 1 ms)`);
   console.table(await benchSidecar({ seconds, rate, connections: 8 }));
+}
+
+if (!only || only === 'low-load') {
+  const calls = Number(process.env.BENCH_LOW_LOAD_CALLS ?? 500);
+  console.log(`low-load: ${calls} sequential POST /actions on the embedded database (make run's), straight and through tollgate sidecar on its Unix socket (target, issue 20: p50 <= 2 ms through the sidecar)`);
+  console.table(await benchLowLoad({ calls }));
 }
 
 if (!only || only === 'mcp-proxy') {

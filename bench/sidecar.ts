@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createServer, get } from 'node:http';
@@ -10,16 +10,13 @@ import { SIDECAR_NODE_OPTIONS } from '../controller/webhook/inject.js';
 import { freePort } from '../test/support/postgres-cluster.js';
 import { spawnBuiltTollgate, stop, waitForHttp } from '../test/support/processes.js';
 import { atMost, record } from './results.js';
-import { adminSession, benchDatabase, boundAgent } from './support.js';
+import { adminSession, benchDatabase, boundAgent, cpuOf, rssOf } from './support.js';
 
 type Tollgate = ReturnType<typeof spawnBuiltTollgate>;
 /** The sidecar runs with the V8 options the injection webhook gives it (NODE_OPTIONS in the pod). */
 const SIDECAR_FLAGS = SIDECAR_NODE_OPTIONS.split(' ');
 
-/** Resident memory of a process in MB, from /proc. */
-function rssMb(pid: number): number {
-  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
-}
+const rssMb = (pid: number) => rssOf(pid).rss;
 
 /** Samples a process's RSS every 100 ms while `during` runs: the highest seen. */
 async function peakRss<T>(pid: number, during: Promise<T>): Promise<{ value: T; peakMb: number }> {
@@ -32,11 +29,8 @@ async function peakRss<T>(pid: number, during: Promise<T>): Promise<{ value: T; 
   }
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
-}
+/** A process's CPU time so far (user and system), in seconds. */
+const cpuSeconds = (pid: number) => cpuOf([pid]) / 1000;
 
 /**
  * bench/sidecar: the same allowed submission (`crm.lookup_customer`, executed by the API) at a fixed

@@ -24,10 +24,11 @@ export async function benchDatabase(): Promise<{ cluster: Cluster; runtimeUrl: s
 }
 
 /**
- * A new organisation on the enterprise plan (set in SQL as the owner would) and its administrator's
- * session: `call(method, url, body)` sends a signed-in request to /api/v1 and answers its JSON.
+ * A new organisation on the enterprise plan (set in SQL as the owner would, given the database's
+ * `adminUrl`; on the embedded database it stays on the plan new organisations start on) and its
+ * administrator's session: `call(method, url, body)` sends a signed-in request to /api/v1 and answers its JSON.
  */
-export async function adminSession(base: string, adminUrl: string, name: string) {
+export async function adminSession(base: string, adminUrl: string | undefined, name: string) {
   const email = `bench-${randomUUID()}@example.com`;
   const login = await fetch(`${base}/api/v1/auth/dev-login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email }) });
   const jar = () => login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
@@ -39,10 +40,12 @@ export async function adminSession(base: string, adminUrl: string, name: string)
   });
   const cookie = onboard.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
   const session = (await onboard.json()) as { csrf_token: string; tenant: { id: string; slug: string } };
-  const org = new pg.Client({ connectionString: adminUrl });
-  await org.connect();
-  await org.query(`update organisations set plan = 'enterprise' where id = $1`, [session.tenant.id]);
-  await org.end();
+  if (adminUrl) {
+    const org = new pg.Client({ connectionString: adminUrl });
+    await org.connect();
+    await org.query(`update organisations set plan = 'enterprise' where id = $1`, [session.tenant.id]);
+    await org.end();
+  }
   const call = async (method: string, url: string, body?: unknown) => {
     const res = await fetch(`${base}/api/v1${url}`, {
       method,
@@ -88,11 +91,12 @@ export function cpuOf(pids: readonly number[]): number {
   return ticks * 10;
 }
 
-/** A process's resident memory now and at its peak (VmRSS, VmHWM), in MB (/proc/<pid>/status). */
+/** A process's resident memory now and at its peak (VmRSS, VmHWM), in MB to a tenth (/proc/<pid>/status). */
 export function rssOf(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-  return { rss: Math.round(kb('VmRSS') / 1024), peak: Math.round(kb('VmHWM') / 1024) };
+  const mb = (k: number) => Math.round((k / 1024) * 10) / 10;
+  return { rss: mb(kb('VmRSS')), peak: mb(kb('VmHWM')) };
 }
 
 /** The median and the 99th percentile of a list of latencies. */
