@@ -40,6 +40,20 @@ function text(r: Random): string {
   return s;
 }
 
+/** Of `n` random patterns, those RE2 compiles, with their compiled form. */
+function* validPatterns(r: Random, n: number): Generator<[string, RE2JS]> {
+  for (let i = 0; i < n; i++) {
+    const p = pattern(r);
+    let re: RE2JS;
+    try {
+      re = RE2JS.compile(p);
+    } catch {
+      continue;
+    }
+    yield [p, re];
+  }
+}
+
 describe('regular expression prefilter', () => {
   it('reads the literals a pattern needs', () => {
     expect(requiredLiterals('^s3://prod-[a-z]+/2026/')).toEqual({ fold: false, alternatives: [['s3://prod-', '/2026/']] });
@@ -58,14 +72,7 @@ describe('regular expression prefilter', () => {
     let compiled = 0;
     let filtered = 0;
     let rejected = 0;
-    for (let i = 0; i < 3000; i++) {
-      const p = pattern(r);
-      let re: RE2JS;
-      try {
-        re = RE2JS.compile(p);
-      } catch {
-        continue;
-      }
+    for (const [p, re] of validPatterns(r, 3000)) {
       compiled++;
       const required = requiredLiterals(p);
       if (!required) continue;
@@ -86,14 +93,7 @@ describe('regular expression prefilter', () => {
 
   it('leaves the matches operator answering as RE2 does', () => {
     const r = seeded(11);
-    for (let i = 0; i < 500; i++) {
-      const p = pattern(r);
-      let re: RE2JS;
-      try {
-        re = RE2JS.compile(p);
-      } catch {
-        continue;
-      }
+    for (const [p, re] of validPatterns(r, 500)) {
       const [rule] = compileRules([{ id: 'r', effect: 'deny', reason_code: 'X', conditions: [{ field: 'action.target', op: 'matches', value: p }] }]);
       const test = rule!.compiled[0]!.test;
       for (let j = 0; j < 10; j++) {
