@@ -1,6 +1,9 @@
 import { Pool } from 'undici';
 
-/** The MCP protocol versions the proxy speaks, newest first (those of the SDK the tests' clients use). */
+/**
+ * The MCP protocol versions the proxy speaks, newest first: the SDK's, written here so the sidecar does not load
+ * the SDK (test/sidecar/footprint.test.ts holds them equal).
+ */
 export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'] as const;
 export const LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[0];
 

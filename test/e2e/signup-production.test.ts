@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, productionProblems } from '../../api/config.js';
 import { freshDatabase, uniqueSlug } from '../support/harness.js';
+import { HttpClient } from '../support/http-client.js';
 import { freePort } from '../support/postgres-cluster.js';
 import { spawnTollgate, stop, waitForHttp } from '../support/processes.js';
 import { startTestSmtp, type TestSmtp } from '../support/smtp-server.js';
@@ -23,36 +24,6 @@ const PRODUCTION: Record<string, string> = {
   CHALLENGE_VERIFIER: 'siteverify',
   LOG_LEVEL: 'info',
 };
-
-/** A browser's cookie jar over fetch: keeps what Set-Cookie gives, sends the CSRF header on POST. */
-class Browser {
-  readonly jar = new Map<string, string>();
-  constructor(private readonly base: string) {}
-  async post(path: string, body: unknown) {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (this.jar.size) headers.cookie = [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
-    const csrf = this.jar.get('tollgate_csrf');
-    if (csrf) headers['x-csrf-token'] = csrf;
-    const res = await fetch(`${this.base}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
-    this.keep(res);
-    return { status: res.status, json: (await res.json()) as any };
-  }
-  async get(path: string) {
-    const res = await fetch(`${this.base}${path}`, { headers: { cookie: [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
-    this.keep(res);
-    return { status: res.status, json: (await res.json()) as any };
-  }
-  private keep(res: Response) {
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const i = pair!.indexOf('=');
-      const name = pair!.slice(0, i).trim();
-      const value = pair!.slice(i + 1).trim();
-      if (value === '' || /max-age=0/i.test(c)) this.jar.delete(name);
-      else this.jar.set(name, value);
-    }
-  }
-}
 
 /**
  * A real `tollgate api` process in production mode, its guard satisfied, sends the sign-up's code over SMTP
@@ -108,7 +79,7 @@ describe('sign-up in production (a real tollgate api)', () => {
   });
 
   it('signs up, receives the code over SMTP, verifies it and creates an organisation', async () => {
-    const browser = new Browser(base);
+    const browser = new HttpClient(base);
     const email = `newcomer-${process.pid}@example.org`;
     const signup = await browser.post('/auth/signup', {
       email,
@@ -146,7 +117,7 @@ describe('sign-up in production (a real tollgate api)', () => {
   });
 
   it('refuses a sign-up whose challenge the service does not pass', async () => {
-    const res = await new Browser(base).post('/auth/signup', {
+    const res = await new HttpClient(base).post('/auth/signup', {
       email: `bot-${process.pid}@example.org`,
       name: 'Not A Person',
       password: 'orbital mechanics by hand 1962',

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { LATEST_PROTOCOL_VERSION, PROTOCOL_VERSIONS } from '../../sidecar/mcp-upstream.js';
 import { ROOT } from '../support/processes.js';
 
 /** The modules a source file loads when it is evaluated: its static imports that are not `import type`. */
@@ -46,5 +47,11 @@ describe('what tollgate sidecar loads', () => {
     const folders = new Set([...files].map((f) => path.relative(ROOT, f).split(path.sep)[0]));
     expect([...folders].sort()).toEqual(['client', 'lib', 'sidecar']);
     expect([...packages].sort()).toEqual(['pino', 'prom-client', 'undici']);
+  });
+
+  it('speaks the protocol versions of the MCP SDK it no longer loads', async () => {
+    const sdk = await import('@modelcontextprotocol/sdk/types.js');
+    expect([...PROTOCOL_VERSIONS]).toEqual(sdk.SUPPORTED_PROTOCOL_VERSIONS);
+    expect(LATEST_PROTOCOL_VERSION).toBe(sdk.LATEST_PROTOCOL_VERSION);
   });
 });

@@ -1,7 +1,8 @@
 /** A small HTTP client over fetch with a cookie jar and the CSRF header, like a browser: for tests that drive a
  * `tollgate api` process (the in-process app has `Client` in harness.ts). */
 export class HttpClient {
-  private readonly jar = new Map<string, string>();
+  /** The cookies kept so far, by name. */
+  readonly jar = new Map<string, string>();
   constructor(private readonly base: string) {}
 
   async request(method: string, p: string, body?: unknown): Promise<{ status: number; json: any }> {

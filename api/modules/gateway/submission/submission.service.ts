@@ -110,7 +110,7 @@ export class SubmissionService {
       else byKey.set(k, [job]);
     }
     if (byKey.size === 0) return undefined;
-    const { db, clock, gatewayPerMinute: limit } = this.deps;
+    const { db, clock } = this.deps;
     const now = clock.now().getTime();
     const windowStart = windowStartOf(now, RATE_WINDOW_MS);
     return {
@@ -119,11 +119,17 @@ export class SubmissionService {
         const totals = new Map(rows.map((r) => [r.key, Number(r.count)]));
         for (const [k, jobs] of byKey) {
           arrivalCounts(totals.get(k) ?? jobs.length, jobs.length).forEach((count, i) => {
-            jobs[i]!.budget = { refusal: count > limit ? rateLimited(limit, windowStart + RATE_WINDOW_MS - now) : undefined };
+            jobs[i]!.budget = this.budgetAt(count, windowStart + RATE_WINDOW_MS - now);
           });
         }
       },
     };
+  }
+
+  /** A submission's place `count` in its agent's budget window, with `ttlMs` of the window left: refused past the budget. */
+  private budgetAt(count: number, ttlMs: number): Job['budget'] {
+    const limit = this.deps.gatewayPerMinute;
+    return { refusal: count > limit ? rateLimited(limit, ttlMs) : undefined };
   }
 
   /**
@@ -279,7 +285,7 @@ export class SubmissionService {
     // Counted by its batch, unless that count is what failed.
     if (who.source === 'gateway' && !job.budget) {
       const { current, ttl } = await this.deps.hits.hit(agentRateKey(who.agentId), RATE_WINDOW_MS);
-      job.budget = { refusal: current > this.deps.gatewayPerMinute ? rateLimited(this.deps.gatewayPerMinute, ttl) : undefined };
+      job.budget = this.budgetAt(current, ttl);
     }
     if (job.budget?.refusal) throw job.budget.refusal;
     const once = () =>
