@@ -1,12 +1,12 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { freePort, postgresBinDir } from '../test/support/postgres-cluster.js';
 import { atLeast, atMost, record } from './results.js';
-import { adminSession, benchDatabase, cpuOf, rssOf } from './support.js';
+import { adminSession, benchDatabase, cpuOf, postgresCpuOf, rssOf } from './support.js';
 import { ROOT, spawnBuiltTollgate, stop, waitForHttp } from '../test/support/processes.js';
 
 /**
@@ -22,6 +22,7 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
   let api: ReturnType<typeof spawnBuiltTollgate> | undefined;
   let floorServer: ChildProcess | undefined;
   try {
+    const statements = process.env.BENCH_PG_STATEMENTS ? await statementStats(cluster) : undefined;
     const port = await freePort();
     // BENCH_CPU_PROF=<dir>: the API writes a V8 CPU profile there when it stops.
     const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
@@ -56,10 +57,13 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     const floor = floorRun.requests.average;
 
     const results = [];
-    const row = (name: string, r: autocannon.Result, cpuMs?: number) => ({
+    // CPU time per decision of the API and of PostgreSQL (every backend), from /proc: what the load
+    // costs each, whoever else shares the cores.
+    const perDecision = (ms: number, r: autocannon.Result) => Math.round((ms * 1000) / r.requests.total);
+    const row = (name: string, r: autocannon.Result, cpu?: { api: number; postgres: number }) => ({
       load: `${opts.connections} agents, ${name}`,
-      // The API's CPU time per decision: what the load costs it, whoever else shares the cores.
-      api_cpu_us_per_decision: cpuMs === undefined ? null : Math.round((cpuMs * 1000) / r.requests.total),
+      api_cpu_us_per_decision: cpu ? perDecision(cpu.api, r) : null,
+      postgres_cpu_us_per_decision: cpu ? perDecision(cpu.postgres, r) : null,
       decisions_per_second: Math.round(r.requests.average),
       p50_ms: r.latency.p50,
       p99_ms: r.latency.p99,
@@ -68,26 +72,32 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
       floor_rps: Math.round(floor),
       ratio_to_floor: Number((r.requests.average / floor).toFixed(2)),
     });
+    const measured = async (name: string, run: () => Promise<autocannon.Result>) => {
+      statements?.reset();
+      const before = { api: cpuOf([api!.pid!]), postgres: postgresCpuOf(cluster.dataDir) };
+      const result = await run();
+      statements?.report(name, result.requests.total);
+      return { result, cpu: { api: cpuOf([api!.pid!]) - before.api, postgres: postgresCpuOf(cluster.dataDir) - before.postgres } };
+    };
     results.push(row('floor: fastify + one durable insert per request', floorRun));
-    const cpu = cpuOf([api.pid!]);
-    const hottest = await load(base, hot, opts);
-    const hottestCpu = cpuOf([api.pid!]) - cpu;
-    results.push(row('one organisation', hottest, hottestCpu));
+    const hottest = await measured('one organisation', () => load(base, hot, opts));
+    results.push(row('one organisation', hottest.result, hottest.cpu));
     // The latency target is set at 70% of the maximum: the same agents, paced to that rate.
-    const paced = Math.round(hottest.requests.average * 0.7);
-    const cpuPaced = cpuOf([api.pid!]);
-    const pacedRun = await load(base, hot, opts, paced);
-    results.push(row(`one organisation, paced at 70% (${paced}/s)`, pacedRun, cpuOf([api.pid!]) - cpuPaced));
-    const cpuTen = cpuOf([api.pid!]);
-    const tenOrgs = await load(base, spread, opts);
-    results.push(row('ten organisations', tenOrgs, cpuOf([api.pid!]) - cpuTen));
+    const paced = Math.round(hottest.result.requests.average * 0.7);
+    const pacedRun = await measured('paced', () => load(base, hot, opts, paced));
+    results.push(row(`one organisation, paced at 70% (${paced}/s)`, pacedRun.result, pacedRun.cpu));
+    const tenOrgs = await measured('ten organisations', () => load(base, spread, opts));
+    results.push(row('ten organisations', tenOrgs.result, tenOrgs.cpu));
     const one = results[1]!;
     record('decisions', `one organisation, ${opts.connections} agents`, one.decisions_per_second, 'decisions/s', atLeast(TWICE_ISSUE_FIGURE));
     record('decisions', 'one organisation, ratio to bare inserts', one.ratio, '', atLeast(0.5));
     record('decisions', 'one organisation, ratio to the floor (fastify + one insert)', one.ratio_to_floor, '');
-    record('decisions', 'ten organisations', Math.round(tenOrgs.requests.average), 'decisions/s', atLeast(one.decisions_per_second));
+    record('decisions', 'ten organisations', Math.round(tenOrgs.result.requests.average), 'decisions/s', atLeast(one.decisions_per_second));
     record('decisions', 'one organisation paced at 70%, p99', results[2]!.p99_ms, 'ms', atMost(10));
     record('decisions', 'one organisation, the API\'s CPU per decision', one.api_cpu_us_per_decision!, 'µs');
+    record('decisions', 'one organisation, PostgreSQL\'s CPU per decision', one.postgres_cpu_us_per_decision!, 'µs');
+    record('decisions', 'ten organisations, the API\'s CPU per decision', results[3]!.api_cpu_us_per_decision!, 'µs');
+    record('decisions', 'ten organisations, PostgreSQL\'s CPU per decision', results[3]!.postgres_cpu_us_per_decision!, 'µs');
     record('decisions', 'bare inserts (pgbench)', Math.round(inserts), 'transactions/s');
     record('decisions', 'floor (fastify + one durable insert)', Math.round(floor), 'requests/s');
     const memory = rssOf(api.pid!);
@@ -158,6 +168,35 @@ function load(base: string, tokens: string[], opts: { seconds: number; connectio
     if (r.non2xx > 0 || r.errors > 0) throw new Error(`decisions: ${r.non2xx} non-2xx, ${r.errors} errors`);
     return r;
   });
+}
+
+/**
+ * BENCH_PG_STATEMENTS=<file>: PostgreSQL's own account of each load (pg_stat_statements, planning
+ * included), appended to the file: per statement, calls, planning and execution time per decision.
+ * The server is restarted with the extension loaded before the API starts.
+ */
+async function statementStats(cluster: Awaited<ReturnType<typeof benchDatabase>>['cluster']) {
+  const psql = (sql: string) => execFileSync(path.join(postgresBinDir(), 'psql'), [cluster.adminUrl('tollgate'), '-qAtc', sql], { encoding: 'utf8' });
+  psql("alter system set shared_preload_libraries = 'pg_stat_statements'");
+  await cluster.halt('fast');
+  await cluster.resume();
+  psql('create extension pg_stat_statements');
+  // Known once the library is loaded.
+  psql('alter system set pg_stat_statements.track_planning = on');
+  psql('select pg_reload_conf()');
+  const file = process.env.BENCH_PG_STATEMENTS!;
+  return {
+    reset: () => psql('select pg_stat_statements_reset()'),
+    report(load: string, decisions: number) {
+      const rows = psql(`
+        select round((total_plan_time + total_exec_time) * 1000 / ${decisions})::int || ' µs/decision, plan ' ||
+               round(total_plan_time * 1000 / ${decisions})::int || ', exec ' || round(total_exec_time * 1000 / ${decisions})::int ||
+               ', calls/decision ' || round(calls::numeric / ${decisions}, 3) || ' | ' || left(regexp_replace(query, $$[[:space:]]+$$, $$ $$, $$g$$), 160)
+          from pg_stat_statements where dbid = (select oid from pg_database where datname = 'tollgate')
+         order by total_plan_time + total_exec_time desc limit 15`);
+      appendFileSync(file, `## ${load} (${decisions} decisions)\n${rows}\n`);
+    },
+  };
 }
 
 /** Transactions of one single-row insert each, at the same concurrency, with pgbench. */

@@ -10,7 +10,8 @@ import { adminSession, benchDatabase, boundAgent } from './support.js';
 /**
  * What bench/mcp-proxy and bench/breaker stand on: `tollgate api` on a durable PostgreSQL, a real MCP server (the
  * SDK's) registered as `payments` with its `lookup` tool bound to one agent, that agent's token, and `tollgate
- * sidecar` with the agent's identity in front of both. `close()` stops everything (and resumes a stopped API).
+ * sidecar` with the agent's identity in front of both (its metrics on `metricsUrl`). `close()` stops everything (and
+ * resumes a stopped API).
  */
 export async function mcpSidecar(name: string, sidecarLogLevel = 'warn') {
   const { cluster, runtimeUrl } = await benchDatabase();
@@ -45,6 +46,8 @@ export async function mcpSidecar(name: string, sidecarLogLevel = 'warn') {
     const tool = await call('POST', '/tools', { tool_key: 'payments.lookup', name: 'Look up a payee', mcp_server_id: server.id, privilege_class: 'read' });
     const { token } = await boundAgent(base, call, tool.id, `${name} agent`, dir);
     const sidecarPort = await freePort();
+    // Its metrics listener on, as in a pod: bench/mcp-proxy reads the sidecar's own account of its time there.
+    const metricsPort = await freePort();
     // With the V8 options the injection webhook gives the sidecar in a pod.
     sidecar = spawnBuiltTollgate(
       ['sidecar'],
@@ -52,14 +55,22 @@ export async function mcpSidecar(name: string, sidecarLogLevel = 'warn') {
         TOLLGATE_API_URL: base,
         TOLLGATE_IDENTITY_DIR: dir,
         TOLLGATE_SIDECAR_PORT: String(sidecarPort),
-        TOLLGATE_SIDECAR_METRICS_PORT: 'off',
+        TOLLGATE_SIDECAR_METRICS_PORT: String(metricsPort),
         TOLLGATE_MCP_UPSTREAMS: JSON.stringify([{ name: 'payments', url: mcp.url, toolPrefix: 'payments' }]),
         LOG_LEVEL: sidecarLogLevel,
       },
       SIDECAR_NODE_OPTIONS.split(' '),
     );
     await waitForHttp(`http://127.0.0.1:${sidecarPort}/healthz`, 30_000, sidecar);
-    return { api, base, mcpUrl: mcp.url, token, sidecarUrl: `http://127.0.0.1:${sidecarPort}/mcp/payments`, close };
+    return {
+      api,
+      base,
+      mcpUrl: mcp.url,
+      token,
+      sidecarUrl: `http://127.0.0.1:${sidecarPort}/mcp/payments`,
+      metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+      close,
+    };
   } catch (err) {
     await close();
     throw err;

@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { spawn } from 'node:child_process';
 import { createServer, get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import { SIDECAR_NODE_OPTIONS } from '../controller/webhook/inject.js';
 import { freePort } from '../test/support/postgres-cluster.js';
-import { spawnBuiltTollgate, stop, waitForHttp } from '../test/support/processes.js';
+import { ROOT, spawnBuiltTollgate, stop, waitForHttp } from '../test/support/processes.js';
 import { atMost, record } from './results.js';
 import { adminSession, benchDatabase, boundAgent, cpuOf, rssOf } from './support.js';
 
@@ -126,6 +127,33 @@ export async function benchSidecar(opts: { seconds: number; rate: number; connec
   }
 }
 
+/**
+ * The floor of a hop on this machine: a bare forwarder with the sidecar's transports (node:http on the loopback port
+ * and a Unix socket) and its client (one keep-alive undici Pool, no pipelining), that reads the body, sends it to
+ * the API and answers what came back; no token, keys, breaker, timers, metrics or logging. Run with the sidecar's
+ * V8 options beside it, what the sidecar costs above this is its own; what this costs is Node, the kernel and the
+ * machine (each paced call wakes both processes), which no change to the sidecar's code removes.
+ */
+const FLOOR_FORWARDER = `
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+const { Pool } = createRequire(process.env.FLOOR_ROOT + '/package.json')('undici');
+const pool = new Pool(process.env.FLOOR_API, { pipelining: 1, keepAliveTimeout: 30000 });
+const handle = (req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', async () => {
+    if (req.url === '/healthz') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+    const answer = await pool.request({ method: 'POST', path: '/api/v1/actions', headers: { 'content-type': 'application/json', authorization: 'Bearer stub-token', 'idempotency-key': 'floor-key-0001' }, body: Buffer.concat(chunks) });
+    const text = await answer.body.text();
+    res.writeHead(answer.statusCode, { 'content-type': 'application/json' }).end(text);
+  });
+};
+createServer(handle).listen(Number(process.env.FLOOR_PORT), '127.0.0.1');
+createServer(handle).listen(process.env.FLOOR_SOCKET);
+process.on('SIGTERM', () => process.exit(0));
+`;
+
 /** Percentile of sorted values. */
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
@@ -186,8 +214,15 @@ async function isolatedHop(identityDir: string, opts: { seconds: number; rate: n
   // BENCH_CPU_PROF=<dir>: the sidecar writes a V8 CPU profile there when it stops.
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const sidecar = spawnBuiltTollgate(['sidecar'], { ...env, TOLLGATE_SIDECAR_PORT: String(port), TOLLGATE_SIDECAR_SOCKET: socketPath }, [...SIDECAR_FLAGS, ...profile]);
+  const floorPort = await freePort();
+  const floorSocket = path.join(socketDir, 'floor.sock');
+  const floor = spawn(process.execPath, [...SIDECAR_FLAGS, '--input-type=module', '-e', FLOOR_FORWARDER], {
+    env: { PATH: process.env.PATH ?? '', FLOOR_ROOT: ROOT, FLOOR_API: stubUrl, FLOOR_PORT: String(floorPort), FLOOR_SOCKET: floorSocket },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   try {
     await waitForHttp(`http://127.0.0.1:${port}/healthz`, 30_000, sidecar);
+    await waitForHttp(`http://127.0.0.1:${floorPort}/healthz`, 30_000);
     const up = performance.now();
     await new Promise((r) => setTimeout(r, 3000));
     const startedMb = rssMb(sidecar.pid!);
@@ -199,6 +234,7 @@ async function isolatedHop(identityDir: string, opts: { seconds: number; rate: n
     // what an agent's pod holds while the agent thinks.
     await new Promise((r) => setTimeout(r, Math.max(0, 45_000 - (performance.now() - up))));
     const idleMb = rssMb(sidecar.pid!);
+    const floorIdleMb = rssMb(floor.pid!);
     const body = JSON.stringify({ tool: 'crm.lookup_customer', target: 'crm://customers/42', parameters: { customer_id: '42' } });
     const paced = async (target: { origin: string; socketPath?: string }, path: string, headers: Record<string, string>, seconds: number) => {
       const pool = new Pool(target.origin, { connections: 8, ...(target.socketPath ? { socketPath: target.socketPath } : {}) });
@@ -229,8 +265,12 @@ async function isolatedHop(identityDir: string, opts: { seconds: number; rate: n
       { name: 'unix socket', origin: 'http://localhost', socketPath },
       { name: 'tcp loopback', origin: `http://127.0.0.1:${port}` },
     ];
+    const floors = [
+      { name: 'unix socket', origin: 'http://localhost', socketPath: floorSocket },
+      { name: 'tcp loopback', origin: `http://127.0.0.1:${floorPort}` },
+    ];
     await paced({ origin: stubUrl }, '/api/v1/actions', direct, 2);
-    for (const t of transports) await paced(t, '/v1/actions', {}, 2);
+    for (const t of [...transports, ...floors]) await paced(t, '/v1/actions', {}, 2);
     const straight = await paced({ origin: stubUrl }, '/api/v1/actions', direct, opts.seconds);
     const r3 = (x: number) => Number(x.toFixed(3));
     const rows = [];
@@ -253,6 +293,26 @@ async function isolatedHop(identityDir: string, opts: { seconds: number; rate: n
       });
     }
     const [socket, tcp] = rows as [(typeof rows)[number], (typeof rows)[number]];
+    // The same load through the floor (no target: what any Node forwarder costs here, for comparison).
+    for (const t of floors) {
+      const cpuBefore = cpuSeconds(floor.pid!);
+      const hop = await paced(t, '/v1/actions', {}, opts.seconds);
+      const cpu = cpuSeconds(floor.pid!) - cpuBefore;
+      const row = {
+        path: `floor: a bare node:http + undici forwarder, ${t.name} (stand-in API, hrtime)`,
+        rate_per_second: opts.rate,
+        direct_p50_ms: r3(pct(straight, 50)),
+        direct_p99_ms: r3(pct(straight, 99)),
+        sidecar_p50_ms: r3(pct(hop, 50)),
+        sidecar_p99_ms: r3(pct(hop, 99)),
+        added_p50_ms: r3(pct(hop, 50) - pct(straight, 50)),
+        added_p99_ms: r3(pct(hop, 99) - pct(straight, 99)),
+        sidecar_cpu_s_per_1000_rps: r3((cpu / opts.seconds) * (1000 / opts.rate)),
+      };
+      rows.push(row);
+      record('sidecar', `floor forwarder: hop added p50, ${t.name}`, row.added_p50_ms, 'ms');
+      record('sidecar', `floor forwarder: CPU per 1,000 rps, ${t.name}`, row.sidecar_cpu_s_per_1000_rps, 'CPU-s/s');
+    }
     // The issue's targets hold on the socket transport; the loopback port is held to the same ones, for comparison.
     record('sidecar', 'hop added p50, unix socket', socket.added_p50_ms, 'ms', atMost(0.3));
     record('sidecar', 'hop added p99, unix socket', socket.added_p99_ms, 'ms', atMost(1));
@@ -265,6 +325,7 @@ async function isolatedHop(identityDir: string, opts: { seconds: number; rate: n
     record('sidecar', 'sidecar RSS idle (45 s, after the memory reducer)', Number(idleMb.toFixed(1)), 'MB', atMost(50));
     record('sidecar', `sidecar RSS under load (${opts.rate}/s)`, Number(loadMb.toFixed(1)), 'MB');
     record('sidecar', 'sidecar start to /healthz (median of 7)', startMs, 'ms', atMost(300));
+    record('sidecar', 'floor forwarder RSS idle', Number(floorIdleMb.toFixed(1)), 'MB');
     return [
       ...rows,
       {
@@ -275,9 +336,11 @@ async function isolatedHop(identityDir: string, opts: { seconds: number; rate: n
         start_to_healthz_ms_median: startMs,
         start_to_healthz_ms_all: starts.map((x) => Math.round(x)).join(' '),
       },
+      { path: 'the floor forwarder (node:http and undici, nothing else)', rss_idle_mb: Number(floorIdleMb.toFixed(1)) },
     ];
   } finally {
     await stop(sidecar);
+    await stop(floor);
     await new Promise<void>((r) => stub.close(() => r()));
     rmSync(socketDir, { recursive: true, force: true });
   }

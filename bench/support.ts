@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
@@ -80,15 +80,35 @@ export async function boundAgent(base: string, call: (method: string, url: strin
 export function cpuOf(pids: readonly number[]): number {
   let ticks = 0;
   for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // A process that ended.
-    }
+    // A process that ended counts nothing.
+    const fields = statFields(pid);
+    if (fields) ticks += Number(fields[11]) + Number(fields[12]);
   }
   return ticks * 10;
+}
+
+/**
+ * User and system CPU milliseconds of a PostgreSQL server so far: its postmaster (named by the data
+ * directory's postmaster.pid), the backends running now, and those that ended (counted in the
+ * postmaster's children's time once it has reaped them).
+ */
+export function postgresCpuOf(dataDir: string): number {
+  const postmaster = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const backends = readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry) && Number(statFields(Number(entry))?.[1]) === postmaster)
+    .map(Number);
+  const reaped = statFields(postmaster);
+  return cpuOf([postmaster, ...backends]) + (reaped ? (Number(reaped[13]) + Number(reaped[14])) * 10 : 0);
+}
+
+/** The fields of /proc/<pid>/stat after the command's name (state first), or undefined once it has ended. */
+function statFields(pid: number): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
 }
 
 /** A process's resident memory now and at its peak (VmRSS, VmHWM), in MB to a tenth (/proc/<pid>/status). */

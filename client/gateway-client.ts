@@ -211,11 +211,12 @@ export class GatewayClient {
    */
   async permissions(options: CallOptions = {}): Promise<AgentPermissions> {
     const correlationId = correlationIdOf(options.correlationId);
-    const signal = this.#deadline();
-    const answer = await this.#authorised(
-      correlationId,
-      (bearer) => this.#transport.send({ method: 'GET', path: '/gateway/permissions', correlationId, headers: { authorization: bearer }, signal }),
-      signal,
+    const answer = await this.#withDeadline((signal) =>
+      this.#authorised(
+        correlationId,
+        (bearer) => this.#transport.send({ method: 'GET', path: '/gateway/permissions', correlationId, headers: { authorization: bearer }, signal }),
+        signal,
+      ),
     );
     if (!isAgentPermissions(answer.body)) throw invalidResponse(answer, 'The permissions answer is not a permission list.');
     return answer.body;
@@ -231,31 +232,43 @@ export class GatewayClient {
     return this.#transport.close();
   }
 
-  /** The signal of one decision's deadline, when one is set. */
-  #deadline(): AbortSignal | undefined {
+  /**
+   * `run` under one decision's deadline, when one is set: the signal aborts with a TimeoutError when it passes. Its
+   * timer is cleared when `run` ends (AbortSignal.timeout's would stay armed the whole timeout after every call).
+   */
+  async #withDeadline<T>(run: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
     const s = this.settings.decisionTimeoutSeconds;
-    return s === null ? undefined : AbortSignal.timeout(s * 1000);
+    if (s === null) return run(undefined);
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ctl.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), s * 1000);
+    try {
+      return await run(ctl.signal);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async #submitBody(body: string, key: string, correlationId: string): Promise<ActionResult> {
-    const signal = this.#deadline();
-    const answer = await this.#authorised(
-      correlationId,
-      (bearer) =>
-        this.#transport.send({ method: 'POST', path: '/actions', correlationId, body, headers: { authorization: bearer, 'idempotency-key': key }, signal }),
-      signal,
+    const answer = await this.#withDeadline((signal) =>
+      this.#authorised(
+        correlationId,
+        (bearer) =>
+          this.#transport.send({ method: 'POST', path: '/actions', correlationId, body, headers: { authorization: bearer, 'idempotency-key': key }, signal }),
+        signal,
+      ),
     );
     if (!isSubmissionBody(answer.body)) throw invalidResponse(answer, 'The submission answer is not a result.');
     return toResult(answer.body, key);
   }
 
   async #status(actionId: string, correlationId: string): Promise<GatewayActionStatus> {
-    const signal = this.#deadline();
-    const answer = await this.#authorised(
-      correlationId,
-      (bearer) =>
-        this.#transport.send({ method: 'GET', path: `/actions/gateway/${encodeURIComponent(actionId)}`, correlationId, headers: { authorization: bearer }, signal }),
-      signal,
+    const answer = await this.#withDeadline((signal) =>
+      this.#authorised(
+        correlationId,
+        (bearer) =>
+          this.#transport.send({ method: 'GET', path: `/actions/gateway/${encodeURIComponent(actionId)}`, correlationId, headers: { authorization: bearer }, signal }),
+        signal,
+      ),
     );
     if (!isGatewayStatus(answer.body)) throw invalidResponse(answer, 'The status answer is not an action.');
     return answer.body;

@@ -13,7 +13,7 @@ import {
   type ActionResult,
 } from '../client/index.js';
 import { BreakerOpenError } from './breaker.js';
-import { failureText, type McpProxy } from './mcp-proxy.js';
+import { failureText, readBody, type McpProxy } from './mcp-proxy.js';
 import type { CallKind, CallOutcome, SidecarMetrics } from './metrics.js';
 import { containmentOf, isOutage, type PermissionsCache, type Tollgate } from './tollgate.js';
 
@@ -46,16 +46,11 @@ function view(result: ActionResult) {
 }
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY) throw new BadRequest('the body is larger than 1 MiB');
-    chunks.push(chunk);
-  }
-  if (size === 0) return undefined;
+  const body = await readBody(req, MAX_BODY);
+  if (body === null) throw new BadRequest('the body is larger than 1 MiB');
+  if (body.length === 0) return undefined;
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return JSON.parse(body.toString('utf8'));
   } catch {
     throw new BadRequest('the body is not JSON');
   }

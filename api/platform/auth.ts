@@ -23,6 +23,8 @@ function equalSecret(a: string, b: string): boolean {
 interface CachedPerson {
   principal: PersonPrincipal;
   at: number;
+  /** What reads of this session's own view remembered with it (rememberedWithSession): forgotten with it. */
+  memo?: Map<string, Promise<unknown>>;
 }
 
 /** The most sessions a process remembers; past it the oldest are forgotten first. */
@@ -31,10 +33,12 @@ const MAX_CACHED_SESSIONS = 10_000;
 /**
  * The people behind session cookies as this process last read them (session, membership, roles,
  * permissions), for TOKEN_REVOCATION_CACHE_SECONDS (docs/authentication.md, Sessions and their bound): a signed-in read
- * then costs no round trip for who is calling. Whatever this process changes about sessions or
- * memberships (sign-out, tenant switch, role change, disabling) empties the cache once committed
- * (sessionsChanged), so it takes effect at once here; other processes see it within the TTL, as they see
- * an agent's revocation. Unknown tokens are not remembered. Lookups of one token in flight are shared.
+ * then costs no round trip for who is calling. Whatever this process changes about sessions,
+ * memberships or organisations (sign-out, tenant switch, role change, disabling, a rename) empties the
+ * cache once committed (sessionsChanged), so it takes effect at once here; other processes see it within
+ * the TTL, as they see an agent's revocation. Unknown tokens are not remembered. Lookups of one token in
+ * flight are shared. What a person's own view reads (GET /auth/me) is remembered with their entry and
+ * goes with it (remembered).
  */
 export class SessionCache {
   private readonly entries = new Map<string, CachedPerson>();
@@ -70,7 +74,28 @@ export class SessionCache {
     return principal;
   }
 
-  /** Forgets every session read so far: something about sessions or memberships changed. */
+  /**
+   * What `load` answers for `principal`'s session, read once and remembered with the session for as long as the
+   * session itself is (so never past the bound, and forgotten by clear()). A principal this cache no longer
+   * holds (its entry expired, or was emptied and read again) loads afresh, remembering nothing.
+   */
+  remembered<T>(token: string, principal: PersonPrincipal, key: string, load: () => Promise<T>): Promise<T> {
+    const hit = this.entries.get(token);
+    if (!hit || hit.principal !== principal || this.clock.now().getTime() - hit.at >= this.ttlMs) return load();
+    const memo = (hit.memo ??= new Map());
+    const known = memo.get(key) as Promise<T> | undefined;
+    if (known) return known;
+    const loading = load();
+    memo.set(key, loading);
+    // A failed read is not remembered: the next request tries again.
+    loading.catch(() => memo.get(key) === loading && memo.delete(key));
+    return loading;
+  }
+
+  /**
+   * Forgets every session read so far, and what was remembered with them: something about sessions,
+   * memberships or organisations changed.
+   */
   clear(): void {
     this.generation++;
     this.entries.clear();
@@ -92,11 +117,27 @@ function sessionCacheOf(app: FastifyInstance): SessionCache {
 }
 
 /**
- * Says that sessions or memberships changed through `db` (and the change is committed): this process
- * reads every session afresh from now on. Call it after the transaction, never inside it.
+ * Says that sessions, memberships or organisations changed through `db` (and the change is committed): this
+ * process reads every session, and what it remembered with one, afresh from now on. Call it after the
+ * transaction, never inside it.
  */
 export function sessionsChanged(db: Db): void {
   sessionCaches.get(db)?.clear();
+}
+
+/**
+ * What a signed-in person's own view reads (their organisation, the organisations they belong to), remembered with
+ * their session in this process for the same bound (docs/authentication.md, Sessions and their bound) and forgotten
+ * with it: on a change through sessionsChanged(db), and when the session's entry expires. `key` names the view;
+ * `load` must read only what sessionsChanged covers. A request not authenticated by a remembered session cookie
+ * (a service token, TOKEN_REVOCATION_CACHE_SECONDS=0) reads afresh.
+ */
+export function rememberedWithSession<T>(req: FastifyRequest, key: string, load: () => Promise<T>): Promise<T> {
+  const token = req.cookies[SESSION_COOKIE];
+  const p = req.principal;
+  const cache = sessionCaches.get(req.server.deps.db);
+  if (!token || p?.kind !== 'person' || !cache) return load();
+  return cache.remembered(token, p, key, load);
 }
 
 /** The person behind the session cookie, with the roles of the session's organisation. */

@@ -48,6 +48,8 @@ export type RateLimitName = (typeof RATE_LIMITS)[number];
 export const DECISION_SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 /** Powers of two up to the group commit's largest batch (MAX_BATCH, 128). */
 export const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128];
+/** Powers of two up to the most organisations' batches one transaction carries (MAX_SHARED_PARTS, 16). */
+export const TRANSACTION_BATCHES_BUCKETS = [1, 2, 4, 8, 16];
 
 /** What the gateway's submission path counts. */
 export interface DecisionMetrics {
@@ -55,6 +57,8 @@ export interface DecisionMetrics {
   decided(decision: string, reasonCodes: readonly string[], seconds: number): void;
   /** The size of one group-commit batch. */
   batch(size: number): void;
+  /** How many organisations' batches one transaction carried (D36): 1 for a batch alone. */
+  transaction(batches: number): void;
 }
 
 /** What the token exchange counts. */
@@ -88,6 +92,7 @@ export class ApiMetrics implements DecisionMetrics, TokenExchangeMetrics, RateLi
   private readonly reasons: Record<string, Map<string, Child>>;
   private readonly latency: Record<string, Observer>;
   private readonly batchSize: Histogram;
+  private readonly transactionBatches: Histogram;
   private readonly exchanges: Record<string, Child>;
   private readonly refusals: Record<string, Child>;
   private processMetrics = false;
@@ -118,6 +123,12 @@ export class ApiMetrics implements DecisionMetrics, TokenExchangeMetrics, RateLi
       name: 'tollgate_decision_batch_size',
       help: 'Submissions written by one group-commit transaction of an organisation.',
       buckets: BATCH_SIZE_BUCKETS,
+      registers,
+    });
+    this.transactionBatches = new Histogram({
+      name: 'tollgate_decision_transaction_batches',
+      help: "Organisations' group-commit batches written by one transaction (1 for a batch alone).",
+      buckets: TRANSACTION_BATCHES_BUCKETS,
       registers,
     });
     const exchanges = new Counter({
@@ -180,6 +191,10 @@ export class ApiMetrics implements DecisionMetrics, TokenExchangeMetrics, RateLi
 
   batch(size: number): void {
     this.batchSize.observe(size);
+  }
+
+  transaction(batches: number): void {
+    this.transactionBatches.observe(batches);
   }
 
   tokenExchange(outcome: TokenExchangeOutcome): void {

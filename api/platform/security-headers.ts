@@ -22,7 +22,7 @@ export const CONTENT_SECURITY_POLICY = {
   'style-src': ["'self'"],
 };
 
-const HELMET_OPTIONS = {
+export const HELMET_OPTIONS = {
   global: true,
   contentSecurityPolicy: { useDefaults: false, directives: CONTENT_SECURITY_POLICY },
   // The deployment decides whether its sibling hosts are HTTPS-only; this service speaks for itself.
@@ -56,19 +56,27 @@ async function helmetHeaders(): Promise<Record<string, string>> {
 }
 
 /**
- * Security headers on every answer (helmet: nosniff, the policy above, no referrer, no framing, HSTS
- * when served over HTTPS, no X-Powered-By), and `Cache-Control: no-store` on every answer that may
+ * Security headers on every answer (helmet's: nosniff, the policy above, no referrer, no framing, HSTS
+ * when served over HTTPS), and `Cache-Control: no-store` on every answer that may
  * carry what a signed-in caller may see or a credential: any operation whose caller is not `public`,
  * every error, and every answer that sets a cookie (sign-in). Public successes (the OpenAPI document,
  * the providers list, /healthz) keep no cache directive, as they hold nothing personal.
  *
- * Register it before every other hook, so that its onRequest runs first and an answer cut short by a
- * later hook (401, 403, 429) carries the headers too. Answers written before any hook take
- * `app.securityHeaders`.
+ * Helmet's headers depend on its options only, never on the request, so they are read from helmet once
+ * at start and written as they are on every answer: helmet's own hook builds the policy's text again
+ * for each request. They go on the raw answer, as helmet writes them, so an answer cut short by a later
+ * hook (401, 403, 429) or by an error carries them too; register this before every other hook, so that its
+ * onRequest runs first. Answers written before any hook take `app.securityHeaders`.
  */
 export async function registerSecurityHeaders(app: FastifyInstance): Promise<void> {
-  await app.register(helmet, HELMET_OPTIONS);
-  app.decorate('securityHeaders', Object.freeze({ ...(await helmetHeaders()), 'cache-control': 'no-store' }));
+  const headers = await helmetHeaders();
+  const entries = Object.entries(headers);
+  app.decorate('securityHeaders', Object.freeze({ ...headers, 'cache-control': 'no-store' }));
+  app.addHook('onRequest', (_req, reply, done) => {
+    const res = reply.raw;
+    for (const [name, value] of entries) res.setHeader(name, value);
+    done();
+  });
   // Once for every answer (errors before routing and the not-found handler included), and once more
   // as each route's own last onSend, which runs after the cookie plugin has written Set-Cookie.
   app.addHook('onSend', noStore);

@@ -2,6 +2,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, onboardAdmin, startTestApp, type TestApp } from '../support/harness.js';
 
+const lookup = { tool: 'crm.lookup_customer', target: 'crm://customers/42', parameters: { customer_id: '42' } };
+
 /**
  * The pipelined group commit (D36) under a burst on two API processes sharing one database: batches of one
  * organisation overlap in each process and the two processes append to one chain, and still every
@@ -15,7 +17,6 @@ describe('gateway batches pipelined on two processes', () => {
   let owner: pg.Client;
   let admin: Awaited<ReturnType<typeof onboardAdmin>>;
   const tokens: string[] = [];
-  const lookup = { tool: 'crm.lookup_customer', target: 'crm://customers/42', parameters: { customer_id: '42' } };
 
   beforeAll(async () => {
     const env = { RATE_LIMIT_GATEWAY_PER_MINUTE: String(LIMIT) };
@@ -24,19 +25,7 @@ describe('gateway batches pipelined on two processes', () => {
     owner = new pg.Client({ connectionString: one.ownerUrl });
     await owner.connect();
     admin = await onboardAdmin(one.app);
-    const tools = (await admin.client.get(api('/tools'))).json().items as Array<{ id: string; tool_key: string }>;
-    const toolId = tools.find((t) => t.tool_key === 'crm.lookup_customer')!.id;
-    for (let a = 0; a < 4; a++) {
-      const agent = (await admin.client.post(api('/agents'), { name: `Burst agent ${a}` })).json();
-      await admin.client.post(api(`/agents/${agent.id}/permissions`), { target_kind: 'tool', target_id: toolId, actions: ['invoke'] });
-      const identity = (await admin.client.post(api(`/agents/${agent.id}/identities`))).json();
-      const res = await one.app.inject({
-        method: 'POST',
-        url: api('/identities/token'),
-        payload: { grant_type: 'client_credentials', client_id: identity.client_id, client_secret: identity.client_secret },
-      });
-      tokens.push(res.json().access_token);
-    }
+    tokens.push(...(await agentTokens(one, admin, 4)));
   });
   afterAll(async () => {
     await owner?.end();
@@ -49,17 +38,7 @@ describe('gateway batches pipelined on two processes', () => {
     const sends = tokens.flatMap((token, a) =>
       Array.from({ length: 40 }, (_, i) => ({ token, agent: a, key: `burst-${a}-${i % 5 === 4 ? i - 1 : i}`, via: i % 2 ? one : two })),
     );
-    const answers = await Promise.all(
-      sends.map(async (s) => {
-        const res = await s.via.app.inject({
-          method: 'POST',
-          url: api('/actions'),
-          headers: { authorization: `Bearer ${s.token}`, 'idempotency-key': s.key },
-          payload: lookup,
-        });
-        return { ...s, status: res.statusCode, body: res.json() };
-      }),
-    );
+    const answers = await burst(sends);
 
     for (let a = 0; a < tokens.length; a++) {
       const mine = answers.filter((x) => x.agent === a);
@@ -68,15 +47,7 @@ describe('gateway batches pipelined on two processes', () => {
       expect(mine.filter((x) => x.status === 429).every((x) => x.body.error.code === 'rate_limited')).toBe(true);
       expect(mine.filter((x) => x.status !== 200 && x.status !== 429)).toEqual([]);
     }
-    const accepted = answers.filter((x) => x.status === 200);
-    // A key answered twice is one action: the second answer is its replay.
-    const byKey = new Map<string, string>();
-    for (const x of accepted) {
-      const seen = byKey.get(`${x.agent} ${x.key}`);
-      if (seen) expect(x.body.action.id).toBe(seen);
-      else byKey.set(`${x.agent} ${x.key}`, x.body.action.id);
-    }
-    const actionIds = [...byKey.values()];
+    const actionIds = [...actionsByKey(answers).values()];
     const { rows: actions } = await owner.query(`select id from action_requests where org_id = $1 and idempotency_key like 'burst-%'`, [admin.tenant.id]);
     expect(actions.map((r) => r.id).sort()).toEqual([...actionIds].sort());
     const { rows: decisions } = await owner.query(
@@ -91,3 +62,121 @@ describe('gateway batches pipelined on two processes', () => {
     expect(verify).toMatchObject({ valid: true, first_broken: null });
   });
 });
+
+/**
+ * Many organisations of few agents each (D36): their batches that start together share one transaction
+ * and one commit, and still each organisation's decisions, budgets and chain are its own, as if each
+ * batch had had a transaction of its own, on two processes.
+ */
+describe("organisations' batches sharing transactions on two processes", () => {
+  const LIMIT = 12;
+  const ORGS = 6;
+  let one: TestApp;
+  let two: TestApp;
+  let owner: pg.Client;
+  const orgs: Array<{ admin: Awaited<ReturnType<typeof onboardAdmin>>; tokens: string[] }> = [];
+
+  beforeAll(async () => {
+    const env = { RATE_LIMIT_GATEWAY_PER_MINUTE: String(LIMIT) };
+    one = await startTestApp({ env });
+    two = await startTestApp({ env, share: one });
+    owner = new pg.Client({ connectionString: one.ownerUrl });
+    await owner.connect();
+    for (let o = 0; o < ORGS; o++) {
+      const admin = await onboardAdmin(one.app, `Shared ${o}`);
+      orgs.push({ admin, tokens: await agentTokens(one, admin, 2) });
+    }
+  });
+  afterAll(async () => {
+    await owner?.end();
+    await two?.close();
+    await one?.close();
+  });
+
+  it("keeps each organisation's decisions, budgets and chain its own", async () => {
+    const transactions = async () => (await Promise.all([one, two].map((t) => histogram(t, 'tollgate_decision_transaction_batches'))));
+    const before = await transactions();
+    // Each agent of each organisation sends 20 at once, alternating processes; every fifth key is sent twice.
+    const sends = orgs.flatMap((org, o) =>
+      org.tokens.flatMap((token, a) =>
+        Array.from({ length: 20 }, (_, i) => ({ org: o, token, agent: `${o} ${a}`, key: `shared-${a}-${i % 5 === 4 ? i - 1 : i}`, via: i % 2 ? one : two })),
+      ),
+    );
+    const answers = await burst(sends);
+    const after = await transactions();
+    // Some transactions carried more than one organisation's batch: more batches than transactions.
+    const carried = after.map((h, i) => ({ count: h.count - before[i]!.count, sum: h.sum - before[i]!.sum }));
+    expect(carried.some((c) => c.sum > c.count)).toBe(true);
+
+    for (const [o, org] of orgs.entries()) {
+      const mine = answers.filter((x) => x.org === o);
+      for (const agent of new Set(mine.map((x) => x.agent))) {
+        const its = mine.filter((x) => x.agent === agent);
+        expect(its.filter((x) => x.status === 200)).toHaveLength(LIMIT);
+        expect(its.filter((x) => x.status !== 200 && x.status !== 429)).toEqual([]);
+      }
+      const byKey = actionsByKey(mine);
+      // Its actions, and only its, are stored under it, each with one decision record on its own chain.
+      const { rows } = await owner.query(
+        `select a.id, (select count(*)::int from evidence_records e where e.org_id = a.org_id and e.action_request_id = a.id and e.event_type = 'decision') as decisions
+           from action_requests a where a.org_id = $1 and a.idempotency_key like 'shared-%'`,
+        [org.admin.tenant.id],
+      );
+      expect(rows.map((r) => r.id).sort()).toEqual([...byKey.values()].sort());
+      expect(rows.every((r) => r.decisions === 1)).toBe(true);
+      expect((await org.admin.client.get(api('/evidence/verify'))).json()).toMatchObject({ valid: true, first_broken: null });
+    }
+  });
+});
+
+/** Every submission sent at once, each through the process it names; their answers. */
+function burst<S extends { token: string; key: string; via: TestApp }>(sends: S[]) {
+  return Promise.all(
+    sends.map(async (s) => {
+      const res = await s.via.app.inject({
+        method: 'POST',
+        url: api('/actions'),
+        headers: { authorization: `Bearer ${s.token}`, 'idempotency-key': s.key },
+        payload: lookup,
+      });
+      return { ...s, status: res.statusCode, body: res.json() };
+    }),
+  );
+}
+
+/** The action of each accepted (agent, key): a key answered twice is one action, the second answer its replay. */
+function actionsByKey(answers: Array<{ agent: unknown; key: string; status: number; body: { action: { id: string } } }>): Map<string, string> {
+  const byKey = new Map<string, string>();
+  for (const x of answers.filter((a) => a.status === 200)) {
+    const seen = byKey.get(`${x.agent} ${x.key}`);
+    if (seen) expect(x.body.action.id).toBe(seen);
+    else byKey.set(`${x.agent} ${x.key}`, x.body.action.id);
+  }
+  return byKey;
+}
+
+/** `n` agents of the admin's organisation bound to the read-only sample tool, and a token for each. */
+async function agentTokens(t: TestApp, admin: Awaited<ReturnType<typeof onboardAdmin>>, n: number): Promise<string[]> {
+  const tools = (await admin.client.get(api('/tools'))).json().items as Array<{ id: string; tool_key: string }>;
+  const toolId = tools.find((x) => x.tool_key === 'crm.lookup_customer')!.id;
+  const tokens: string[] = [];
+  for (let a = 0; a < n; a++) {
+    const agent = (await admin.client.post(api('/agents'), { name: `Burst agent ${a}` })).json();
+    await admin.client.post(api(`/agents/${agent.id}/permissions`), { target_kind: 'tool', target_id: toolId, actions: ['invoke'] });
+    const identity = (await admin.client.post(api(`/agents/${agent.id}/identities`))).json();
+    const res = await t.app.inject({
+      method: 'POST',
+      url: api('/identities/token'),
+      payload: { grant_type: 'client_credentials', client_id: identity.client_id, client_secret: identity.client_secret },
+    });
+    tokens.push(res.json().access_token);
+  }
+  return tokens;
+}
+
+/** A histogram's count and sum on a process's /metrics. */
+async function histogram(t: TestApp, name: string): Promise<{ count: number; sum: number }> {
+  const text = (await t.app.inject({ url: '/metrics' })).body;
+  const value = (suffix: string) => Number(new RegExp(`^${name}_${suffix} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
+  return { count: value('count'), sum: value('sum') };
+}

@@ -188,6 +188,9 @@ describe('GET /metrics on the API (docs/metrics.md)', () => {
     expect(delta('tollgate_decision_batch_size_count')).toBe(6);
     expect(delta('tollgate_decision_batch_size_sum')).toBe(6);
     expect(delta('tollgate_decision_batch_size_bucket', { le: '1' })).toBe(6);
+    // And each went in a transaction of its own.
+    expect(delta('tollgate_decision_transaction_batches_count')).toBe(6);
+    expect(delta('tollgate_decision_transaction_batches_sum')).toBe(6);
   });
 
   it("counts a burst's group-commit batches and the gateway limit's refusals", async () => {
@@ -266,6 +269,7 @@ describe('GET /metrics on the API (docs/metrics.md)', () => {
       tollgate_decision_reasons_total: 'counter',
       tollgate_decision_duration_seconds: 'histogram',
       tollgate_decision_batch_size: 'histogram',
+      tollgate_decision_transaction_batches: 'histogram',
       tollgate_token_exchanges_total: 'counter',
       tollgate_rate_limit_refusals_total: 'counter',
       tollgate_db_pool_connections: 'gauge',

@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
+import helmet from '@fastify/helmet';
+import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HELMET_OPTIONS } from '../../api/platform/security-headers.js';
 import { api, Client, onboardAdmin, startTestApp, type TestApp } from '../support/harness.js';
 
 /**
@@ -71,6 +74,26 @@ describe('security headers', () => {
     expect(login.headers['set-cookie']).toBeDefined();
     expectSecurityHeaders(login, 'POST /auth/dev-login');
     expectNoStore(login, 'POST /auth/dev-login');
+  });
+
+  it('every header helmet itself sets with these options, on a success and on answers cut short (401, 403, 404)', async () => {
+    // Helmet run on its own, per request, as the app ran it before it wrote helmet's headers once read.
+    const probe = Fastify({ logger: false });
+    await probe.register(helmet, HELMET_OPTIONS);
+    probe.get('/', async () => ({}));
+    const own = (await probe.inject({ method: 'GET', url: '/' })).headers;
+    await probe.close();
+    const helmets = Object.entries(own).filter(([k]) => !['content-type', 'content-length', 'date', 'connection', 'keep-alive'].includes(k));
+    expect(helmets.length).toBeGreaterThanOrEqual(10);
+    const answers = {
+      'GET /auth/me': await admin.client.get(api('/auth/me')),
+      '401': await new Client(t.app).get(api('/auth/me')),
+      '404': await admin.client.get(api(`/agents/${randomUUID()}`)),
+      '403 csrf_failed': await admin.client.post(api('/agents'), { name: 'x' }, { 'x-csrf-token': 'wrong' }),
+    };
+    for (const [what, res] of Object.entries(answers)) {
+      for (const [name, value] of helmets) expect(res.headers[name], `${what}: ${name}`).toBe(value);
+    }
   });
 
   it('on the health checks', async () => {

@@ -229,6 +229,31 @@ describe('tollgate sidecar on a Unix domain socket', () => {
       }
     });
 
+    it('answers a body over its limit (4 MiB for MCP, 1 MiB for /v1/actions) once it is read, on the same connection', async () => {
+      // One connection for all three: the refusal must leave it usable, which a half-read body would not.
+      const pool = new Pool(base, { connections: 1 });
+      try {
+        const big = (bytes: number) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(bytes) } });
+        const mcpTooLarge = await pool.request({ method: 'POST', path: '/mcp/payments', headers, body: big(4 * 1024 * 1024) });
+        expect(mcpTooLarge.statusCode).toBe(413);
+        expect(((await mcpTooLarge.body.json()) as { error: { code: number } }).error.code).toBe(-32000);
+        const actionTooLarge = await pool.request({
+          method: 'POST',
+          path: '/v1/actions',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ tool: 'crm.lookup_customer', target: 'crm://customers/42', parameters: { pad: 'x'.repeat(1024 * 1024) } }),
+        });
+        expect(actionTooLarge.statusCode).toBe(400);
+        expect(await actionTooLarge.body.json()).toMatchObject({ error: { code: 'validation_failed', message: 'the body is larger than 1 MiB' } });
+        // A body in several chunks just under the limit is read whole.
+        const ping = await pool.request({ method: 'POST', path: '/mcp/payments', headers, body: big(1024 * 1024) });
+        expect(ping.statusCode).toBe(200);
+        expect(await ping.body.json()).toEqual({ jsonrpc: '2.0', id: 1, result: {} });
+      } finally {
+        await pool.close();
+      }
+    });
+
     it("passes the upstream's answer to a call it refuses to the agent as the upstream sent it", async () => {
       // The SDK's McpServer answers a call with arguments its schema refuses as a tool error or an
       // invalid-params error (depending on its version): either way, what reaches the agent is the upstream's.

@@ -12,6 +12,8 @@ import path from 'node:path';
 export interface Cluster {
   host: string;
   port: number;
+  /** The cluster's data directory (its postmaster.pid names the server's process). */
+  dataDir: string;
   /** Superuser URL for the given database. */
   adminUrl(database?: string): string;
   /**
@@ -83,6 +85,7 @@ export async function startCluster(opts: { durable?: boolean } = {}): Promise<Cl
   return {
     host: '127.0.0.1',
     port,
+    dataDir: data,
     adminUrl: (database = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${database}`,
     async halt(mode = 'immediate') {
       if (!running) return;

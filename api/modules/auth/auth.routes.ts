@@ -6,6 +6,7 @@ import {
   cookieOptions,
   onboardingCallerOf,
   personOf,
+  rememberedWithSession,
   setOnboardingCookies,
   setSessionCookies,
 } from '../../platform/auth.js';
@@ -102,15 +103,19 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const p = personOf(req);
-      const { org, tenants } = await whoAmI(db, p.orgId, p.userId);
-      return {
-        user: { id: p.userId, email: p.email, display_name: p.displayName },
-        tenant: toTenant(org),
-        roles: p.roles,
-        permissions: [...p.permissions].sort(),
-        tenants: tenants.map((t) => ({ id: t.id, slug: t.slug, name: t.name, roles: t.roles })),
-        csrf_token: p.csrfToken,
-      };
+      // What it shows changes only with the session, its memberships or an organisation (sessionsChanged):
+      // read and built once per remembered session, not per request.
+      return rememberedWithSession(req, 'auth.me', async () => {
+        const { org, tenants } = await whoAmI(db, p.orgId, p.userId);
+        return {
+          user: { id: p.userId, email: p.email, display_name: p.displayName },
+          tenant: toTenant(org),
+          roles: p.roles,
+          permissions: [...p.permissions].sort(),
+          tenants: tenants.map((t) => ({ id: t.id, slug: t.slug, name: t.name, roles: t.roles })),
+          csrf_token: p.csrfToken,
+        };
+      });
     },
   );
 

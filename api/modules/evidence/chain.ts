@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type CompiledQuery, type InsertQueryBuilder, type InsertResult, type QueryCreator, type RawBuilder, type Selectable } from 'kysely';
 import type { Tx } from '../../db/database.js';
+import { insertAsJson } from '../../db/json-rows.js';
 import type { DB, EvidenceRecordsTable } from '../../db/schema.js';
 import { isUniqueViolation } from '../../platform/schemas.js';
 import { GENESIS_HASH, type EvidenceBody, type EvidenceSigner } from './signer.js';
@@ -171,8 +172,12 @@ export async function writeChained(
 export function chainedWrite(tx: Tx, orgId: string, chained: Chained, inserts: Alongside[] = [], unlockedAfter?: ChainHead): CompiledQuery {
   // The CTEs only add tables to the query's type; the statement ends with the head's update. Each
   // record is written with the time it was hashed with.
-  let write: QueryCreator<DB> = tx.with('appended', (db) =>
-    db.insertInto('evidence_records').values(chained.records.map((r) => ({ ...r, payload: JSON.stringify(r.payload), created_at: new Date(r.created_at) }))),
+  // As one JSON parameter: the same text whatever the number of records.
+  let write: QueryCreator<DB> = tx.with(
+    'appended',
+    (db) =>
+      insertAsJson(db, 'evidence_records', chained.records) ??
+      db.insertInto('evidence_records').values(chained.records.map((r) => ({ ...r, payload: JSON.stringify(r.payload), created_at: new Date(r.created_at) }))),
   ) as unknown as QueryCreator<DB>;
   for (const a of inserts) write = write.with(a.name, a.insert) as unknown as QueryCreator<DB>;
   const next = chained.head;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../../platform/context.js';
 import { inScope, type Db } from '../../db/database.js';
+import { sessionsChanged } from '../../platform/auth.js';
 import { changesOf, valuesOf } from '../../platform/changes.js';
 import { ApiError, notFound } from '../../platform/errors.js';
 import { checkIfMatch } from '../../platform/if-match.js';
@@ -126,7 +127,7 @@ export interface OrganisationPatch {
  * Applies a patch to the request's organisation: honours If-Match when sent, bumps the version and
  * audits what changed under `action`; a patch that changes nothing writes nothing.
  */
-export function updateOrganisation(
+export async function updateOrganisation(
   db: Db,
   req: RequestContext,
   orgId: string,
@@ -134,7 +135,7 @@ export function updateOrganisation(
   action: string,
   ifMatch: string | undefined,
 ): Promise<OrganisationRow> {
-  return inScope(db, { orgId }, async (tx) => {
+  const updated = await inScope(db, { orgId }, async (tx) => {
     const org = await getOrganisation(tx, orgId, true);
     if (!org) throw notFound();
     checkIfMatch(ifMatch, org.version, false);
@@ -148,6 +149,9 @@ export function updateOrganisation(
     await audit(tx, req, orgId, { action, targetType: 'tenant', targetId: orgId, details: changes });
     return updated;
   });
+  // The organisation's name and version are what GET /auth/me shows from a remembered session: read afresh.
+  sessionsChanged(db);
+  return updated;
 }
 
 export class PlanChangeError extends Error {}

@@ -1,6 +1,6 @@
 import type { RequestContext } from '../../platform/context.js';
 import type { z } from 'zod';
-import { inScope, readInScope, type Db } from '../../db/database.js';
+import { inScope, prepared, readInScope, type Db } from '../../db/database.js';
 import { changesOf, valuesOf } from '../../platform/changes.js';
 import { sessionsChanged } from '../../platform/auth.js';
 import { ApiError, notFound } from '../../platform/errors.js';
@@ -14,16 +14,20 @@ import {
   countActiveAdmins,
   findOrCreatePerson,
   getMember,
-  listMembers,
+  listMembersStatement,
   lockMembership,
   updateMembership,
   type MemberRow,
 } from './users.repository.js';
 import type { userIn, userPatchIn } from './users.schemas.js';
 
-/** A page of the organisation's people: one read in its scope, one round trip (readInScope). */
+/**
+ * A page of the organisation's people: one read in its scope, one round trip (readInScope), as a prepared
+ * statement compiled once (its text varies only with whether q and a cursor are given), so neither kysely
+ * nor PostgreSQL builds or plans it again on every request.
+ */
 export function listUsers(db: Db, orgId: string, opts: { q?: string; after?: Position; limit: number }) {
-  return readInScope(db, { orgId }, listMembers(db, orgId, opts));
+  return readInScope(db, { orgId }, { compile: () => prepared(listMembersStatement(db, orgId, opts)) });
 }
 
 
@@ -66,6 +70,8 @@ export async function addUser(
     });
     return getMember(tx, orgId, person.id);
   });
+  // The person's organisations (GET /auth/me) now include this one: what their sessions remembered is stale.
+  sessionsChanged(db);
   return created!;
 }
 

@@ -1,5 +1,6 @@
 import { sql, type CompiledQuery, type Insertable } from 'kysely';
-import type { Db, Tx } from '../../../db/database.js';
+import { prepared, type Db, type Tx } from '../../../db/database.js';
+import { insertAsJson } from '../../../db/json-rows.js';
 import type { ActionRequestsTable, ApprovalsTable } from '../../../db/schema.js';
 import { alongside, chainedWrite, headForUpdate, lockedHead, type Chained, type ChainHead } from '../../evidence/index.js';
 import { notifyHoldersOf, type Notice } from '../../notifications/index.js';
@@ -19,13 +20,13 @@ export interface ProbeRow {
  * organisation's first record). Sent with the batch's `begin`.
  */
 export function probeQuery(db: Db, orgId: string, pairs: Array<{ agentId: string; key: string }>, lock: boolean): CompiledQuery<ProbeRow> {
-  return sql<ProbeRow>`
+  return prepared(sql<ProbeRow>`
     select
       (select version from registry_versions where org_id = ${orgId}) as version,
       (select array_agg(a.agent_id || ' ' || a.idempotency_key)
          from unnest(${pairs.map((p) => p.agentId)}::uuid[], ${pairs.map((p) => p.key)}::text[]) as k(agent_id, key)
          join action_requests a on a.org_id = ${orgId} and a.agent_id = k.agent_id and a.idempotency_key = k.key) as taken,
-      ${lock ? headForUpdate(orgId) : sql`null`} as head`.compile(db);
+      ${lock ? headForUpdate(orgId) : sql`null`} as head`.compile(db));
 }
 
 /**
@@ -60,19 +61,26 @@ export function batchWrite(
   telemetry: TelemetryEvent[] = [],
   notices: Notice[] = [],
 ): CompiledQuery {
-  return chainedWrite(
+  const write = chainedWrite(
     tx,
     orgId,
     chained,
     [
-      ...(actions.length > 0 ? [alongside('actions', (db) => db.insertInto('action_requests').values(actions))] : []),
+      ...(actions.length > 0
+        ? [alongside('actions', (db) => insertAsJson(db, 'action_requests', actions, ACTION_JSON_TEXT) ?? db.insertInto('action_requests').values(actions))]
+        : []),
       ...(approvals.length > 0 ? [alongside('approvals', (db) => db.insertInto('approvals').values(approvals))] : []),
       ...(notices.length > 0 ? [alongside('notified', (db) => notifyHoldersOf(db, orgId, 'approval:decide', notices, now))] : []),
       ...(telemetry.length > 0 ? [alongside('telemetry', (db) => insertTelemetry(db, orgId, telemetry))] : []),
     ],
     unlockedAfter,
   );
+  // Records and actions alone (the common batch) make a text that does not vary with the batch's size.
+  return approvals.length + telemetry.length + notices.length === 0 ? prepared(write) : write;
 }
+
+/** The columns of an action row that hold JSON text (records.ts makes them with JSON.stringify). */
+const ACTION_JSON_TEXT = ['parameters', 'trace', 'output_redacted'];
 
 /** The action an agent submitted under `key`, locked. */
 export function lockActionByKey(tx: Tx, orgId: string, agentId: string, key: string): Promise<ActionRow | undefined> {

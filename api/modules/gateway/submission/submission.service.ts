@@ -1,5 +1,6 @@
 import type { Clock } from '../../../../lib/clock.js';
-import { inScope, inScopePiped, type Ahead, type Db, type Tx } from '../../../db/database.js';
+import { inScope, inScopePiped, poolOf, prepared, type Ahead, type Db, type Tx } from '../../../db/database.js';
+import { SharedRollback, SharedTransactions, type ScopedPart } from '../../../db/shared-transaction.js';
 import { ApiError, notFound } from '../../../platform/errors.js';
 import type { DecisionMetrics } from '../../../platform/metrics.js';
 import {
@@ -54,6 +55,9 @@ interface Job {
 
 type Outcome = { ok: SubmissionOut } | { error: unknown };
 
+/** A batch's transaction, as the organisations' batches share them (SharedTransactions). */
+type BatchPart = ScopedPart<ProbeRow, undefined, { key: string; count: number }>;
+
 /** Milliseconds since `arrived`, to the microsecond: a decision's latency as telemetry shows it. */
 const sinceArrival = (arrived: number) => Math.round((performance.now() - arrived) * 1000) / 1000;
 
@@ -79,8 +83,13 @@ function redeemedEvent(job: Pick<Job, 'who' | 'body' | 'arrived' | 'decidedMs'>,
 
 export class SubmissionService {
   private readonly batches = new GroupCommit<Job, ChainHead>((orgId, batch, pipeline) => this.runBatch(orgId, batch, pipeline));
+  /** On PostgreSQL, batches of several organisations that lock their chain heads go in one transaction. */
+  private readonly shared?: SharedTransactions<ProbeRow, undefined, { key: string; count: number }>;
 
-  constructor(private readonly deps: SubmissionDeps) {}
+  constructor(private readonly deps: SubmissionDeps) {
+    const alone = (part: BatchPart) => inScopePiped(deps.db, { orgId: part.orgId }, part.first, part.body, part.ahead);
+    if (poolOf(deps.db)) this.shared = new SharedTransactions(deps.db, alone, (parts) => deps.metrics?.transaction(parts));
+  }
 
   /**
    * Submits (or resubmits) an action under an idempotency key. Submissions of one organisation are
@@ -114,7 +123,7 @@ export class SubmissionService {
     const now = clock.now().getTime();
     const windowStart = windowStartOf(now, RATE_WINDOW_MS);
     return {
-      query: countHits([...byKey].map(([key, jobs]) => ({ key, windowStart, count: jobs.length }))).compile(db),
+      query: prepared(countHits([...byKey].map(([key, jobs]) => ({ key, windowStart, count: jobs.length }))).compile(db)),
       done: (rows) => {
         const totals = new Map(rows.map((r) => [r.key, Number(r.count)]));
         for (const [k, jobs] of byKey) {
@@ -139,9 +148,11 @@ export class SubmissionService {
    * While the batch before it is in flight (`after`), the batch takes no lock on the chain head: it is
    * decided while that one writes, chains its records after the head that one hands over once written,
    * and its own write applies only if the head is still that one when that one has committed (else the
-   * batch runs again, locking the head).
+   * batch runs again, locking the head). A batch that locks the head may share its transaction with other
+   * organisations' batches starting at the same time (`alone` false); if another's failure rolls it back,
+   * it runs again alone.
    */
-  private async runBatch(orgId: string, batch: Job[], pipeline: Pipeline<ChainHead>): Promise<void> {
+  private async runBatch(orgId: string, batch: Job[], pipeline: Pipeline<ChainHead>, alone = false): Promise<void> {
     const { after, release, handOver } = pipeline;
     const { db } = this.deps;
     this.deps.metrics?.batch(batch.length);
@@ -149,11 +160,21 @@ export class SubmissionService {
     try {
       const probe = probeQuery(db, orgId, batch.map((j) => ({ agentId: j.who.agentId, key: j.key })), !after);
       // The budgets' count and the probe go with `begin`, the write with `commit`: two round trips a batch.
-      const budgets = this.budgetCount(batch);
-      await inScopePiped(db, { orgId }, probe, (tx, [row]) => this.decide(tx, orgId, batch, row, outcomes, pipeline), budgets).catch((err: unknown) => {
-        throw after ? headMovedOr(err) : err;
-      });
+      const part: BatchPart = {
+        orgId,
+        first: probe,
+        body: (tx, [row]) => this.decide(tx, orgId, batch, row, outcomes, pipeline),
+        ahead: this.budgetCount(batch),
+      };
+      if (after || alone || !this.shared) {
+        this.deps.metrics?.transaction(1);
+        await inScopePiped(db, { orgId }, part.first, part.body, part.ahead).catch((err: unknown) => {
+          throw after ? headMovedOr(err) : err;
+        });
+      } else await this.shared.run(part);
     } catch (err) {
+      // Rolled back with another organisation's batch it shared a transaction with.
+      if (err instanceof SharedRollback) return this.runBatch(orgId, batch, { after: undefined, release, handOver }, true);
       // Chained after a head that moved (the batch before rolled back, or another process appended
       // first): the whole batch again, after the locked head.
       if (err instanceof HeadMoved) return this.runBatch(orgId, batch, { after: undefined, release, handOver });
