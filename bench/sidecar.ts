@@ -273,6 +273,18 @@ async function isolatedHop(identityDir: string, opts: { seconds: number; rate: n
     for (const t of [...transports, ...floors]) await paced(t, '/v1/actions', {}, 2);
     const straight = await paced({ origin: stubUrl }, '/api/v1/actions', direct, opts.seconds);
     const r3 = (x: number) => Number(x.toFixed(3));
+    // A paced run's latencies beside the direct calls', and the forwarder's CPU over it.
+    const hopRow = (path: string, hop: number[], cpu: number) => ({
+      path,
+      rate_per_second: opts.rate,
+      direct_p50_ms: r3(pct(straight, 50)),
+      direct_p99_ms: r3(pct(straight, 99)),
+      sidecar_p50_ms: r3(pct(hop, 50)),
+      sidecar_p99_ms: r3(pct(hop, 99)),
+      added_p50_ms: r3(pct(hop, 50) - pct(straight, 50)),
+      added_p99_ms: r3(pct(hop, 99) - pct(straight, 99)),
+      sidecar_cpu_s_per_1000_rps: r3((cpu / opts.seconds) * (1000 / opts.rate)),
+    });
     const rows = [];
     let loadMb = 0;
     for (const t of transports) {
@@ -280,17 +292,7 @@ async function isolatedHop(identityDir: string, opts: { seconds: number; rate: n
       const { value: hop, peakMb } = await peakRss(sidecar.pid!, paced(t, '/v1/actions', {}, opts.seconds));
       const cpu = cpuSeconds(sidecar.pid!) - cpuBefore;
       loadMb = Math.max(loadMb, peakMb);
-      rows.push({
-        path: `hop alone, ${t.name} (stand-in API answering at once, hrtime)`,
-        rate_per_second: opts.rate,
-        direct_p50_ms: r3(pct(straight, 50)),
-        direct_p99_ms: r3(pct(straight, 99)),
-        sidecar_p50_ms: r3(pct(hop, 50)),
-        sidecar_p99_ms: r3(pct(hop, 99)),
-        added_p50_ms: r3(pct(hop, 50) - pct(straight, 50)),
-        added_p99_ms: r3(pct(hop, 99) - pct(straight, 99)),
-        sidecar_cpu_s_per_1000_rps: r3((cpu / opts.seconds) * (1000 / opts.rate)),
-      });
+      rows.push(hopRow(`hop alone, ${t.name} (stand-in API answering at once, hrtime)`, hop, cpu));
     }
     const [socket, tcp] = rows as [(typeof rows)[number], (typeof rows)[number]];
     // The same load through the floor (no target: what any Node forwarder costs here, for comparison).
@@ -298,17 +300,7 @@ async function isolatedHop(identityDir: string, opts: { seconds: number; rate: n
       const cpuBefore = cpuSeconds(floor.pid!);
       const hop = await paced(t, '/v1/actions', {}, opts.seconds);
       const cpu = cpuSeconds(floor.pid!) - cpuBefore;
-      const row = {
-        path: `floor: a bare node:http + undici forwarder, ${t.name} (stand-in API, hrtime)`,
-        rate_per_second: opts.rate,
-        direct_p50_ms: r3(pct(straight, 50)),
-        direct_p99_ms: r3(pct(straight, 99)),
-        sidecar_p50_ms: r3(pct(hop, 50)),
-        sidecar_p99_ms: r3(pct(hop, 99)),
-        added_p50_ms: r3(pct(hop, 50) - pct(straight, 50)),
-        added_p99_ms: r3(pct(hop, 99) - pct(straight, 99)),
-        sidecar_cpu_s_per_1000_rps: r3((cpu / opts.seconds) * (1000 / opts.rate)),
-      };
+      const row = hopRow(`floor: a bare node:http + undici forwarder, ${t.name} (stand-in API, hrtime)`, hop, cpu);
       rows.push(row);
       record('sidecar', `floor forwarder: hop added p50, ${t.name}`, row.added_p50_ms, 'ms');
       record('sidecar', `floor forwarder: CPU per 1,000 rps, ${t.name}`, row.sidecar_cpu_s_per_1000_rps, 'CPU-s/s');

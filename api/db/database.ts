@@ -415,8 +415,9 @@ function kyselyOn(client: pg.PoolClient): Kysely<DB> {
 /** Set in a transaction whose statements `prepared` marked, so that they take their generic plan at once. */
 export const GENERIC_PLANS = "set_config('plan_cache_mode', 'force_generic_plan', true)";
 
-/** The names of the statements `prepared` marked, by their text. */
+/** The names of the statements `prepared` marked, by their text, and by the compiled statement marked. */
 const preparedNames = new Map<string, string>();
+const preparedQueries = new WeakMap<CompiledQuery, string>();
 /** More texts than the hot path has: a caller whose text varies is not served from this map. */
 const MOST_PREPARED = 64;
 
@@ -428,7 +429,9 @@ const MOST_PREPARED = 64;
  * in ~40 (pg_stat_statements under bench/decisions). Elsewhere it runs as any other statement.
  */
 export function prepared<R>(query: CompiledQuery<R>): CompiledQuery<R> {
-  if (!preparedNames.has(query.sql) && preparedNames.size < MOST_PREPARED) preparedNames.set(query.sql, `tollgate_${preparedNames.size + 1}`);
+  let name = preparedNames.get(query.sql);
+  if (!name && preparedNames.size < MOST_PREPARED) preparedNames.set(query.sql, (name = `tollgate_${preparedNames.size + 1}`));
+  if (name) preparedQueries.set(query, name);
   return query;
 }
 
@@ -447,7 +450,7 @@ export async function piped(
   socket?.cork();
   const sent = statements.map((s) => {
     if (typeof s === 'string') return client.query(s);
-    const name = preparedNames.get(s.sql);
+    const name = preparedQueries.get(s);
     return client.query(name ? { name, text: s.sql, values: s.parameters as unknown[] } : { text: s.sql, values: s.parameters as unknown[] });
   });
   socket?.uncork();

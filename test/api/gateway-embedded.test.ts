@@ -7,7 +7,7 @@ import { buildApp } from '../../api/app.js';
 import { loadConfig } from '../../api/config.js';
 import { inScope, inScopePiped, openDatabase, readInScope, type Database } from '../../api/db/database.js';
 import { PgliteRounds } from '../../api/db/pglite-rounds.js';
-import { api, onboardAdmin } from '../support/harness.js';
+import { api, onboardAdmin, TestClock } from '../support/harness.js';
 
 /**
  * The gateway's batch on the embedded database (`make run`): its statements go to PGlite in two calls of
@@ -29,7 +29,8 @@ describe('the gateway on the embedded database', () => {
   beforeAll(async () => {
     const config = loadConfig({ DATA_DIR: 'memory://', LOG_LEVEL: 'warn', RATE_LIMIT_GATEWAY_PER_MINUTE: String(LIMIT) });
     database = await openDatabase(config);
-    app = await buildApp({ config, db: database.db, logStream: new PassThrough() });
+    // A clock that stands still: a burst never straddles two budget windows.
+    app = await buildApp({ config, db: database.db, clock: new TestClock(), logStream: new PassThrough() });
     await app.ready();
     admin = await onboardAdmin(app, 'Embedded gateway');
     const tools = (await admin.client.get(api('/tools'))).json().items as Array<{ id: string; tool_key: string }>;

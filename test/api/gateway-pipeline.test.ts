@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, onboardAdmin, startTestApp, type TestApp } from '../support/harness.js';
+import { api, onboardAdmin, startTestApp, TestClock, type TestApp } from '../support/harness.js';
 
 const lookup = { tool: 'crm.lookup_customer', target: 'crm://customers/42', parameters: { customer_id: '42' } };
 
@@ -19,11 +19,7 @@ describe('gateway batches pipelined on two processes', () => {
   const tokens: string[] = [];
 
   beforeAll(async () => {
-    const env = { RATE_LIMIT_GATEWAY_PER_MINUTE: String(LIMIT) };
-    one = await startTestApp({ env });
-    two = await startTestApp({ env, share: one });
-    owner = new pg.Client({ connectionString: one.ownerUrl });
-    await owner.connect();
+    ({ one, two, owner } = await twoProcesses(LIMIT));
     admin = await onboardAdmin(one.app);
     tokens.push(...(await agentTokens(one, admin, 4)));
   });
@@ -77,11 +73,7 @@ describe("organisations' batches sharing transactions on two processes", () => {
   const orgs: Array<{ admin: Awaited<ReturnType<typeof onboardAdmin>>; tokens: string[] }> = [];
 
   beforeAll(async () => {
-    const env = { RATE_LIMIT_GATEWAY_PER_MINUTE: String(LIMIT) };
-    one = await startTestApp({ env });
-    two = await startTestApp({ env, share: one });
-    owner = new pg.Client({ connectionString: one.ownerUrl });
-    await owner.connect();
+    ({ one, two, owner } = await twoProcesses(LIMIT));
     for (let o = 0; o < ORGS; o++) {
       const admin = await onboardAdmin(one.app, `Shared ${o}`);
       orgs.push({ admin, tokens: await agentTokens(one, admin, 2) });
@@ -128,6 +120,78 @@ describe("organisations' batches sharing transactions on two processes", () => {
     }
   });
 });
+
+/**
+ * A batch whose write fails inside a transaction it shares (D36): the others it shared with run again on
+ * their own and are stored; only the failing submission is refused. The failure is real: a trigger, created
+ * by the schema's owner for this test, refuses one idempotency key.
+ */
+describe("a failing batch in a shared transaction", () => {
+  let t: TestApp;
+  let owner: pg.Client;
+  const agents: Array<{ admin: Awaited<ReturnType<typeof onboardAdmin>>; token: string }> = [];
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = new pg.Client({ connectionString: t.ownerUrl });
+    await owner.connect();
+    await owner.query(`create function refuse_key() returns trigger language plpgsql as $$
+      begin
+        if new.idempotency_key = 'refused-by-trigger' then raise exception 'refused by the test''s trigger'; end if;
+        return new;
+      end $$`);
+    await owner.query(`create trigger refuse_key before insert on action_requests for each row execute function refuse_key()`);
+    for (let o = 0; o < 4; o++) {
+      const admin = await onboardAdmin(t.app, `Failing ${o}`);
+      agents.push({ admin, token: (await agentTokens(t, admin, 1))[0]! });
+    }
+  });
+  afterAll(async () => {
+    await owner?.end();
+    await t?.close();
+  });
+
+  it('stores the batches it shared with, and refuses only the failing submission', async () => {
+    const send = (token: string, key: string) =>
+      t.app.inject({ method: 'POST', url: api('/actions'), headers: { authorization: `Bearer ${token}`, 'idempotency-key': key }, payload: lookup });
+    // Each agent's token is verified once first, so that the burst's submissions reach the gateway in one turn.
+    for (const a of agents) expect((await send(a.token, 'warm-up-key')).statusCode).toBe(200);
+    const before = await histogram(t, 'tollgate_decision_transaction_batches');
+    const answers = await Promise.all(agents.map((a, i) => send(a.token, i === 1 ? 'refused-by-trigger' : 'stored-key')));
+    const after = await histogram(t, 'tollgate_decision_transaction_batches');
+    // They went in one shared transaction first (the three others then each in one of their own).
+    expect(after.sum - before.sum).toBeGreaterThan(after.count - before.count);
+
+    expect(answers[1]!.statusCode).toBe(500);
+    expect(answers[1]!.json().error.code).toBe('internal_error');
+    for (const i of [0, 2, 3]) {
+      expect(answers[i]!.statusCode).toBe(200);
+      const { rows } = await owner.query(
+        `select a.id from action_requests a join evidence_records e on e.action_request_id = a.id and e.event_type = 'decision'
+          where a.org_id = $1 and a.idempotency_key = 'stored-key'`,
+        [agents[i]!.admin.tenant.id],
+      );
+      expect(rows.map((r) => r.id)).toEqual([answers[i]!.json().action.id]);
+    }
+    const { rows: refused } = await owner.query(`select count(*)::int as n from action_requests where idempotency_key = 'refused-by-trigger'`);
+    expect(refused[0].n).toBe(0);
+    for (const a of agents) expect((await a.admin.client.get(api('/evidence/verify'))).json()).toMatchObject({ valid: true, first_broken: null });
+  });
+});
+
+/**
+ * Two API processes on one database, with the gateway budget `limit`, and the schema owner's connection to it.
+ * Their clock stands still, so that a burst never straddles two budget windows.
+ */
+async function twoProcesses(limit: number) {
+  const env = { RATE_LIMIT_GATEWAY_PER_MINUTE: String(limit) };
+  const clock = new TestClock();
+  const one = await startTestApp({ env, clock });
+  const two = await startTestApp({ env, clock, share: one });
+  const owner = new pg.Client({ connectionString: one.ownerUrl });
+  await owner.connect();
+  return { one, two, owner };
+}
 
 /** Every submission sent at once, each through the process it names; their answers. */
 function burst<S extends { token: string; key: string; via: TestApp }>(sends: S[]) {

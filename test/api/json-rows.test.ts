@@ -58,8 +58,10 @@ describe('rows inserted as one JSON parameter', () => {
   });
 
   it('reads back what the same rows read back as values', async () => {
-    const asJson = [action('json-1'), action('json-2', { reason_codes: [], parameters: null, decision_ms: null })];
-    const asValues = [action('values-1'), action('values-2', { reason_codes: [], parameters: null, decision_ms: null })];
+    // The second row: SQL nulls, an empty array, and JSON's own null as JSON text.
+    const second = { reason_codes: [], parameters: null, decision_ms: null, output_redacted: JSON.stringify(null) };
+    const asJson = [action('json-1'), action('json-2', second)];
+    const asValues = [action('values-1'), action('values-2', second)];
     const rows = await inScope(t.database.db, { orgId }, async (tx) => {
       await insertAsJson(tx, 'action_requests', asJson, ['parameters', 'trace', 'output_redacted'])!.execute();
       await tx.insertInto('action_requests').values(asValues).execute();
@@ -72,6 +74,8 @@ describe('rows inserted as one JSON parameter', () => {
     expect(rows[0]!.reason_codes).toEqual(asJson[0]!.reason_codes);
     expect(rows[0]!.parameters).toEqual(JSON.parse(asJson[0]!.parameters as string));
     expect(rows[0]!.created_at).toEqual(asJson[0]!.created_at);
+    expect(rows[1]!.parameters).toBeNull();
+    expect(rows[1]!.output_redacted).toBeNull();
   });
 
   it('leaves rows that do not all set the same columns to values', () => {

@@ -257,6 +257,10 @@ describe('egress NetworkPolicy per injected pod, on a real Kubernetes API server
     copy.metadata.labels = { ...first.metadata.labels };
     (copy.spec as Json).initContainers = first.spec.initContainers;
     (copy.spec as Json).volumes = first.spec.volumes;
+    // Made in a later second than the original: creation times are whole seconds, and the controller tells two
+    // pods of the same second apart by name, which would make the original the copy half the time.
+    const later = new Date(first.metadata.creationTimestamp).getTime() + 1000;
+    if (Date.now() < later) await new Promise((resolve) => setTimeout(resolve, later - Date.now()));
     const created = await create(copy);
     expect(created.metadata.labels['tollgate.dev/pod-id']).toBe(first.metadata.labels['tollgate.dev/pod-id']);
     const relabelled = await eventually(async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type CompiledQuery, type Updateable } from 'kysely';
+import { sql, type Updateable } from 'kysely';
 import type { Db, Tx } from '../../db/database.js';
 import type { MembershipsTable } from '../../db/schema.js';
 import { isUniqueViolation, likePattern } from '../../platform/schemas.js';
@@ -93,42 +93,6 @@ export function listMembers(db: Db | Tx, orgId: string, opts: { q?: string; afte
     q = q.where(sql<boolean>`(memberships.created_at, memberships.user_id) > (${t}::timestamptz, ${id}::uuid)`);
   }
   return q.orderBy('memberships.created_at').orderBy('memberships.user_id').limit(opts.limit + 1);
-}
-
-/** Where each of listMembers's values goes in the statements listMembersStatement compiles once. */
-const STAND_IN = {
-  orgId: '\u0000org_id',
-  q: '\u0000q',
-  after: { t: '\u0000t', id: '\u0000id' },
-  limit: -1_000_000,
-};
-const compiledShapes = new Map<string, CompiledQuery<MemberRow>>();
-
-/**
- * listMembers as a statement compiled once for each of its four shapes (with or without q, with or without a
- * cursor), bound to this call's values: per request only the parameters change. Building and compiling the
- * query with kysely was a tenth of the API's CPU for a page (bench/api-requests). Stand-ins mark where each
- * value goes, so the parameters follow whatever order kysely compiles them in.
- */
-export function listMembersStatement(
-  db: Db | Tx,
-  orgId: string,
-  opts: { q?: string; after?: Position; limit: number },
-): CompiledQuery<MemberRow> {
-  const shape = `${opts.q ? 'q' : '-'}${opts.after ? 'a' : '-'}`;
-  let template = compiledShapes.get(shape);
-  if (!template) {
-    const standIn = { q: opts.q ? STAND_IN.q : undefined, after: opts.after ? STAND_IN.after : undefined, limit: STAND_IN.limit };
-    template = listMembers(db, STAND_IN.orgId, standIn).compile();
-    compiledShapes.set(shape, template);
-  }
-  const bound = new Map<unknown, unknown>([
-    [STAND_IN.orgId, orgId],
-    [STAND_IN.limit + 1, opts.limit + 1],
-  ]);
-  if (opts.q) bound.set(likePattern(STAND_IN.q), likePattern(opts.q));
-  if (opts.after) bound.set(STAND_IN.after.t, opts.after.t).set(STAND_IN.after.id, opts.after.id);
-  return { ...template, parameters: template.parameters.map((p) => (bound.has(p) ? bound.get(p) : p)) };
 }
 
 export async function countActiveAdmins(tx: Tx, orgId: string): Promise<number> {

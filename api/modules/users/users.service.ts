@@ -14,7 +14,7 @@ import {
   countActiveAdmins,
   findOrCreatePerson,
   getMember,
-  listMembersStatement,
+  listMembers,
   lockMembership,
   updateMembership,
   type MemberRow,
@@ -23,11 +23,11 @@ import type { userIn, userPatchIn } from './users.schemas.js';
 
 /**
  * A page of the organisation's people: one read in its scope, one round trip (readInScope), as a prepared
- * statement compiled once (its text varies only with whether q and a cursor are given), so neither kysely
- * nor PostgreSQL builds or plans it again on every request.
+ * statement (its text varies only with whether q and a cursor are given), so PostgreSQL does not parse it
+ * again on every request.
  */
 export function listUsers(db: Db, orgId: string, opts: { q?: string; after?: Position; limit: number }) {
-  return readInScope(db, { orgId }, { compile: () => prepared(listMembersStatement(db, orgId, opts)) });
+  return readInScope(db, { orgId }, { compile: () => prepared(listMembers(db, orgId, opts).compile()) });
 }
 
 
