@@ -23,7 +23,7 @@ import type { Deps } from './platform/context.js';
 import { registerTracing } from './platform/tracing.js';
 import { challengeVerifier, type ChallengeVerifier } from './modules/auth/index.js';
 import { EvidenceSigner } from './modules/evidence/index.js';
-import { DecisionSnapshots } from './modules/gateway/index.js';
+import { ApprovalTokens, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, DecisionSnapshots, SubmissionService } from './modules/gateway/index.js';
 import { RevocationCache, TokenService } from './modules/identities/index.js';
 import { createMailer, type Mailer } from './modules/mail/index.js';
 import { ServiceAccountStates } from './modules/service-accounts/index.js';
@@ -52,6 +52,8 @@ declare module './platform/context.js' {
     hits: HitCounter;
     /** Each organisation's registry as decisions read it, in memory (gateway and simulation share it). */
     snapshots: DecisionSnapshots;
+    /** The gateway's decisions: one group commit per organisation, whatever operation submits (POST /actions, AuthZEN). */
+    submissions: SubmissionService;
     /** Background jobs: send them (inside a transaction); the worker runs them (worker/README.md). */
     jobs: JobQueue;
     /** Email, by EMAIL_BACKEND (api/modules/mail/). */
@@ -141,6 +143,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  // AuthZEN PDP metadata (docs/integrations.md): at the root, as the spec places it under the PDP's
+  // identifier, this origin. Absolute URLs from the request (X-Forwarded-* only under TRUST_PROXY).
+  // The paths are the AuthZEN routes' own (the gateway module exports them); test/api/authzen.test.ts posts to them.
+  app.get('/.well-known/authzen-configuration', { schema: { hide: true } }, async (req) => {
+    const origin = `${req.protocol}://${req.host}`;
+    return {
+      policy_decision_point: origin,
+      access_evaluation_endpoint: `${origin}${API_PREFIX}${AUTHZEN_EVALUATION_PATH}`,
+      access_evaluations_endpoint: `${origin}${API_PREFIX}${AUTHZEN_EVALUATIONS_PATH}`,
+    };
+  });
   const database = new DatabaseProbe(deps.db);
   app.get('/readyz', { schema: { hide: true } }, async (req, reply) => {
     try {
@@ -176,6 +189,9 @@ export function buildDeps(deps: AppDeps, log: FastifyBaseLogger): Deps {
   const revocations = new RevocationCache(db, clock, config.revocationCacheMs);
   const serviceAccounts = new ServiceAccountStates(db, clock, config.revocationCacheMs);
   const metrics = deps.metrics ?? new ApiMetrics({ pool: poolOf(db) });
+  const evidence = new EvidenceSigner(config.evidenceSigningSeed, config.evidencePreviousSeeds);
+  const hits = new HitCounter(db, clock, metrics);
+  const snapshots = new DecisionSnapshots();
   return {
     config,
     db,
@@ -184,9 +200,19 @@ export function buildDeps(deps: AppDeps, log: FastifyBaseLogger): Deps {
     tokens,
     revocations,
     serviceAccounts,
-    evidence: new EvidenceSigner(config.evidenceSigningSeed, config.evidencePreviousSeeds),
-    hits: new HitCounter(db, clock, metrics),
-    snapshots: new DecisionSnapshots(),
+    evidence,
+    hits,
+    snapshots,
+    submissions: new SubmissionService({
+      db,
+      clock,
+      evidence,
+      snapshots,
+      hits,
+      tokens: new ApprovalTokens(config.tokenSigningSeed),
+      gatewayPerMinute: config.rateLimits.gatewayPerMinute,
+      metrics,
+    }),
     jobs: new JobQueue(db, config.jobs, log),
     mailer: createMailer(config, log),
     challenge: challengeVerifier(config),

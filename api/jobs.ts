@@ -1,4 +1,5 @@
 import { evidenceCheckpointJob } from './modules/evidence/index.js';
+import { sessionRetentionJob } from './modules/gateway/index.js';
 import { exceptionExpiryJob } from './modules/governance/index.js';
 import { discoveryJobHandler } from './modules/integrations/index.js';
 import { reportsJobHandler } from './modules/reports/index.js';
@@ -19,4 +20,5 @@ export const jobHandlers: readonly JobHandler[] = [
   exceptionExpiryJob,
   reportsJobHandler,
   evidenceCheckpointJob,
+  sessionRetentionJob,
 ];

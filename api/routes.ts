@@ -8,6 +8,8 @@ import { approvalsRoutes } from './modules/approvals/approvals.routes.js';
 import { auditRoutes } from './modules/audit/audit.routes.js';
 import { evidenceRoutes } from './modules/evidence/evidence.routes.js';
 import { findingsRoutes } from './modules/findings/findings.routes.js';
+import { authzenRoutes } from './modules/gateway/authzen.routes.js';
+import { extAuthzRoutes } from './modules/gateway/ext-authz.routes.js';
 import { gatewayRoutes } from './modules/gateway/gateway.routes.js';
 import { graphRoutes } from './modules/graph/graph.routes.js';
 import { identitiesRoutes } from './modules/identities/identities.routes.js';
@@ -63,6 +65,8 @@ export async function apiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(telemetryRoutes);
   await app.register(evidenceRoutes);
   await app.register(gatewayRoutes);
+  await app.register(authzenRoutes);
+  await app.register(extAuthzRoutes);
   await app.register(approvalsRoutes);
   await app.register(policiesRoutes);
   await app.register(integrationsRoutes);

@@ -4,6 +4,7 @@ import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import pg from 'pg';
 import { freePort, postgresBinDir } from '../test/support/postgres-cluster.js';
 import { atLeast, atMost, record } from './results.js';
 import { adminSession, benchDatabase, cpuOf, postgresCpuOf, rssOf } from './support.js';
@@ -45,6 +46,7 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
 
     const hot = await agentTokens(base, cluster.adminUrl('tollgate'), 1, opts.connections);
     const spread = await agentTokens(base, cluster.adminUrl('tollgate'), 10, Math.ceil(opts.connections / 10));
+    const flowing = await agentTokens(base, cluster.adminUrl('tollgate'), 1, opts.connections, true);
     const inserts = bareInserts(cluster.adminUrl('tollgate'), cluster.port, opts);
     const floorPort = await freePort();
     floorServer = spawn(process.execPath, ['--import', 'tsx', 'bench/floor-server.ts'], {
@@ -88,7 +90,12 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     results.push(row(`one organisation, paced at 70% (${paced}/s)`, pacedRun.result, pacedRun.cpu));
     const tenOrgs = await measured('ten organisations', () => load(base, spread, opts));
     results.push(row('ten organisations', tenOrgs.result, tenOrgs.cpu));
+    // Issue 21: a flow rule in play (session facts read behind the chain head's lock, no overlap of batches).
+    const flow = await measured('one organisation, a flow rule in play', () => load(base, flowing, opts));
+    results.push(row('one organisation, a flow rule in play', flow.result, flow.cpu));
     const one = results[1]!;
+    record('decisions', 'one organisation, a flow rule in play', results[4]!.decisions_per_second, 'decisions/s');
+    record('decisions', 'one organisation, a flow rule in play, p99', results[4]!.p99_ms, 'ms');
     record('decisions', `one organisation, ${opts.connections} agents`, one.decisions_per_second, 'decisions/s', atLeast(TWICE_ISSUE_FIGURE));
     record('decisions', 'one organisation, ratio to bare inserts', one.ratio, '', atLeast(0.5));
     record('decisions', 'one organisation, ratio to the floor (fastify + one insert)', one.ratio_to_floor, '');
@@ -117,11 +124,16 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
  */
 const TWICE_ISSUE_FIGURE = 2 * 1269;
 
-/** Organisations with agents bound to the read-only sample tool, each with a fresh token. */
-async function agentTokens(base: string, adminUrl: string, orgs: number, perOrg: number): Promise<string[]> {
+/**
+ * Organisations with agents bound to the read-only sample tool, each with a fresh token; with `flowRule`,
+ * each organisation also has a published rule that reads the session (and never matches this load: the
+ * agents call one tool far fewer than a million times), so its decisions take the flow rules' path.
+ */
+async function agentTokens(base: string, adminUrl: string, orgs: number, perOrg: number, flowRule = false): Promise<string[]> {
   const tokens: string[] = [];
   for (let o = 0; o < orgs; o++) {
-    const { call } = await adminSession(base, adminUrl, `Bench ${o}`);
+    const { call, tenant } = await adminSession(base, adminUrl, `Bench ${flowRule ? 'flow ' : ''}${o}`);
+    if (flowRule) await publishFlowRule(call, adminUrl, tenant.id);
     const tools = (await call('GET', '/tools')).items as Array<{ id: string; tool_key: string }>;
     const lookup = tools.find((t) => t.tool_key === 'crm.lookup_customer')!;
     for (let a = 0; a < perOrg; a++) {
@@ -137,6 +149,30 @@ async function agentTokens(base: string, adminUrl: string, orgs: number, perOrg:
     }
   }
   return tokens;
+}
+
+/** A policy with one session rule, drafted through the API and published in SQL (four eyes need a second person). */
+async function publishFlowRule(call: Awaited<ReturnType<typeof adminSession>>['call'], adminUrl: string, orgId: string) {
+  const policy = await call('POST', '/policies', {
+    key: 'bench-flow',
+    name: 'A flow rule in play',
+    rules: [
+      {
+        id: 'lookups-per-session',
+        effect: 'require_approval',
+        reason_code: 'FLOW_TOOL_OVERUSE',
+        conditions: [{ field: 'session.same_tool_calls', op: 'gte', value: 1_000_000 }],
+      },
+    ],
+  });
+  const owner = new pg.Client({ connectionString: adminUrl });
+  await owner.connect();
+  try {
+    await owner.query(`update policy_versions set published_at = now() where org_id = $1 and policy_id = $2 and number = 1`, [orgId, policy.id]);
+    await owner.query(`update policies set published_version = 1, version = version + 1 where org_id = $1 and id = $2`, [orgId, policy.id]);
+  } finally {
+    await owner.end();
+  }
 }
 
 function load(base: string, tokens: string[], opts: { seconds: number; connections: number }, overallRate?: number, route = '/api/v1/actions') {

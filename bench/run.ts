@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { benchApiRequests } from './api-requests.js';
+import { benchAuthzen } from './authzen.js';
 import { benchBreaker } from './breaker.js';
 import { benchController } from './controller.js';
 import { benchDecisions } from './decisions.js';
@@ -8,6 +9,7 @@ import { benchLowLoad } from './low-load.js';
 import { benchMcpProxy } from './mcp-proxy.js';
 import { benchMemory } from './memory.js';
 import { benchPolicy } from './policy.js';
+import { benchReplay } from './replay.js';
 import { benchRisk } from './risk.js';
 import { writeResults } from './results.js';
 import { benchSidecar } from './sidecar.js';
@@ -15,8 +17,8 @@ import { benchTokenVerify } from './token-verify.js';
 
 /**
  * `make bench`: every benchmark, printed as tables. BENCH_SECONDS and BENCH_CONNECTIONS tune the HTTP
- * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, controller, sidecar, low-load, mcp-proxy, breaker, risk, graph, memory). BENCH_AGENTS sets
- * the concurrency of the decisions benchmark (default 32); BENCH_CONTROLLER_AGENTS the Agent resources of the
+ * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, authzen, controller, sidecar, low-load, mcp-proxy, breaker, risk, graph, replay, memory). BENCH_AGENTS sets
+ * the concurrency of the decisions and authzen benchmarks (default 32); BENCH_CONTROLLER_AGENTS the Agent resources of the
  * controller benchmark (default 1000) and BENCH_CONTROLLER_WORKERS its reconciles in flight per kind (default 4).
  */
 // The processes measured run dist/cli.js, the product as shipped: build it first when the sources changed.
@@ -45,6 +47,12 @@ if (!only || only === 'decisions') {
   console.table(await benchDecisions({ seconds, connections: agents }));
 }
 
+if (!only || only === 'authzen') {
+  const agents = Number(process.env.BENCH_AGENTS ?? 32);
+  console.log(`authzen: ${agents} concurrent agents, ${seconds} s per load: POST /actions, AuthZEN single evaluations, batches of 10, MCP ext_authz checks; durable PostgreSQL, 2-process loopback (no target)`);
+  console.table(await benchAuthzen({ seconds, connections: agents }));
+}
+
 if (!only || only === 'controller') {
   const agents = Number(process.env.BENCH_CONTROLLER_AGENTS ?? 1000);
   const workers = Number(process.env.BENCH_CONTROLLER_WORKERS ?? 4);
@@ -62,6 +70,12 @@ if (!only || only === 'graph') {
   const requests = Number(process.env.BENCH_GRAPH_REQUESTS ?? 300);
   console.log(`graph: 10,000 agents, 2,000 tools, ~100,000 edges; ${requests} sequential requests per traversal, durable PostgreSQL, 2-process loopback (targets: traversals p99 <= 50 ms, high-risk-paths <= 500 ms, rebuild <= 10 s)`);
   console.table(await benchGraph({ requests }));
+}
+
+if (!only || only === 'replay') {
+  const decisions = Number(process.env.BENCH_REPLAY_DECISIONS ?? 100_000);
+  console.log(`replay: POST /policies/{id}/versions/2/replay over ${decisions} recorded decisions (8 agents, a 200-rule policy, a tenth of it changed), 3 runs, durable PostgreSQL, 2-process loopback (target, issue 21: <= 10 s)`);
+  console.table(await benchReplay({ decisions, runs: 3 }));
 }
 
 if (!only || only === 'sidecar') {

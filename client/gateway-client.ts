@@ -73,7 +73,15 @@ export interface CallOptions {
 export interface SubmitOptions extends CallOptions {
   /** Default `sdk-` + 32 hex characters. Retrying with the same key (and body) is safe: the API replays. */
   idempotencyKey?: string;
+  /**
+   * The agent's session, sent as `Tollgate-Session` for flow rules (1-200 characters of `A-Z a-z 0-9 . _ : -`);
+   * without it the API takes the access token's lifetime as the session.
+   */
+  session?: string;
 }
+
+/** What `SubmitOptions.session` (the `Tollgate-Session` header) may hold. */
+export const SESSION_ID = /^[A-Za-z0-9._:-]{1,200}$/;
 
 export interface AuthoriseOptions extends SubmitOptions {
   waitSeconds?: number;
@@ -149,7 +157,7 @@ export class GatewayClient {
    */
   async submit(action: ActionRequest, options: SubmitOptions = {}): Promise<ActionResult> {
     const key = options.idempotencyKey ?? newIdempotencyKey();
-    return this.#submitBody(JSON.stringify(action), key, correlationIdOf(options.correlationId));
+    return this.#submitBody(JSON.stringify(action), key, correlationIdOf(options.correlationId), sessionOf(options.session));
   }
 
   /**
@@ -163,6 +171,7 @@ export class GatewayClient {
   async authoriseAndExecute(action: ActionRequest, options: AuthoriseOptions = {}): Promise<ActionResult> {
     const key = options.idempotencyKey ?? newIdempotencyKey();
     const correlationId = correlationIdOf(options.correlationId);
+    const session = sessionOf(options.session);
     const waitSeconds = nonNegative('waitSeconds', options.waitSeconds ?? this.settings.waitSeconds);
     const pollSeconds = nonNegative('pollIntervalSeconds', options.pollIntervalSeconds ?? this.settings.pollIntervalSeconds);
     if (pollSeconds === 0) throw new RangeError('pollIntervalSeconds must be above 0');
@@ -171,7 +180,7 @@ export class GatewayClient {
     // Serialised once, without any token: every submission of this request sends these same bytes.
     const { approval_token: given, ...request } = action;
     const body = JSON.stringify(request);
-    const first = await this.#submitBody(given ? withApprovalToken(body, given) : body, key, correlationId);
+    const first = await this.#submitBody(given ? withApprovalToken(body, given) : body, key, correlationId, session);
 
     if (first.decision === 'deny') throw new ActionDeniedError(first);
     if (NOT_GRANTED.has(first.state)) throw new ApprovalNotGrantedError(first, first.state);
@@ -194,7 +203,7 @@ export class GatewayClient {
       if (status.state === 'executed' || status.state === 'failed') break;
     }
 
-    const final = await this.#submitBody(token ? withApprovalToken(body, token) : body, key, correlationId);
+    const final = await this.#submitBody(token ? withApprovalToken(body, token) : body, key, correlationId, session);
     if (final.decision === 'deny') throw new ActionDeniedError(final);
     if (NOT_GRANTED.has(final.state)) throw new ApprovalNotGrantedError(final, final.state);
     return final;
@@ -248,12 +257,19 @@ export class GatewayClient {
     }
   }
 
-  async #submitBody(body: string, key: string, correlationId: string): Promise<ActionResult> {
+  async #submitBody(body: string, key: string, correlationId: string, session: string | undefined): Promise<ActionResult> {
     const answer = await this.#withDeadline((signal) =>
       this.#authorised(
         correlationId,
         (bearer) =>
-          this.#transport.send({ method: 'POST', path: '/actions', correlationId, body, headers: { authorization: bearer, 'idempotency-key': key }, signal }),
+          this.#transport.send({
+            method: 'POST',
+            path: '/actions',
+            correlationId,
+            body,
+            headers: session ? { authorization: bearer, 'idempotency-key': key, 'tollgate-session': session } : { authorization: bearer, 'idempotency-key': key },
+            signal,
+          }),
         signal,
       ),
     );
@@ -306,6 +322,13 @@ function correlationIdOf(given: string | undefined): string {
   const id = given.startsWith('sdk-') ? given : `sdk-${given}`;
   if (!CORRELATION_ID.test(id)) throw new TypeError('correlationId must make 8-100 characters of A-Z a-z 0-9 . _ - with its sdk- prefix');
   return id;
+}
+
+/** The session to send, checked before anything is sent. */
+function sessionOf(given: string | undefined): string | undefined {
+  if (given === undefined) return undefined;
+  if (!SESSION_ID.test(given)) throw new TypeError('session must be 1-200 characters of A-Z a-z 0-9 . _ : -');
+  return given;
 }
 
 /** The same bytes with `approval_token` added as the last member (the API's request hash leaves it out). */

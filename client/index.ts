@@ -6,6 +6,7 @@ export {
   GatewayClient,
   DEFAULTS,
   newIdempotencyKey,
+  SESSION_ID,
   type AuthoriseOptions,
   type CallOptions,
   type GatewayClientOptions,

@@ -5,7 +5,7 @@ import { ActionDeniedError, ApprovalNotGrantedError, ApprovalTimeoutError, Authe
 import { BreakerOpenError } from './breaker.js';
 import type { CallOutcome, SidecarMetrics } from './metrics.js';
 import { LATEST_PROTOCOL_VERSION, PROTOCOL_VERSIONS, UpstreamClient, UpstreamRpcError, type RpcErrorObject } from './mcp-upstream.js';
-import { containmentOf, isOutage, type PermissionsCache, type Tollgate } from './tollgate.js';
+import { containmentOf, isOutage, SESSION_PROBLEM, sessionOf, type PermissionsCache, type Tollgate } from './tollgate.js';
 
 /** One MCP server the sidecar fronts: `/mcp/<name>`; its tools are `<toolPrefix>.<tool name>` in Tollgate. */
 export interface Upstream {
@@ -141,13 +141,15 @@ export class McpProxy {
     if (!initialize && typeof version === 'string' && !(PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
       return fail(400, RPC.server, `Bad Request: Unsupported protocol version: ${version} (supported versions: ${PROTOCOL_VERSIONS.join(', ')})`);
     }
+    const session = sessionOf(req);
+    if (session === null) return fail(400, RPC.server, `Bad Request: ${SESSION_PROBLEM}`);
     const requests = messages.filter((m): m is RpcRequest => m.method !== undefined && m.id !== undefined);
     // Notifications (initialized, cancelled) and answers need nothing from a stateless proxy.
     if (requests.length === 0) {
       res.writeHead(202).end();
       return;
     }
-    const answers = await Promise.all(requests.map((r) => this.#answer(entry, r, arrived)));
+    const answers = await Promise.all(requests.map((r) => this.#answer(entry, r, arrived, session)));
     if (res.destroyed) return;
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(Array.isArray(raw) ? answers : answers[0]));
@@ -158,9 +160,9 @@ export class McpProxy {
   }
 
   /** The JSON-RPC answer to one request. */
-  async #answer(entry: Entry, request: RpcRequest, arrived: number): Promise<object> {
+  async #answer(entry: Entry, request: RpcRequest, arrived: number, session: string | undefined): Promise<object> {
     try {
-      return { jsonrpc: '2.0', id: request.id, result: await this.#dispatch(entry, request, arrived) };
+      return { jsonrpc: '2.0', id: request.id, result: await this.#dispatch(entry, request, arrived, session) };
     } catch (err) {
       let error: RpcErrorObject;
       if (err instanceof ProxyError) error = { code: err.code, message: err.message, ...(err.data === undefined ? {} : { data: err.data }) };
@@ -173,7 +175,7 @@ export class McpProxy {
     }
   }
 
-  #dispatch(entry: Entry, request: RpcRequest, arrived: number): Promise<unknown> | unknown {
+  #dispatch(entry: Entry, request: RpcRequest, arrived: number, session: string | undefined): Promise<unknown> | unknown {
     const params = request.params;
     switch (request.method) {
       case 'initialize': {
@@ -190,7 +192,7 @@ export class McpProxy {
         if (params.arguments !== undefined && (typeof params.arguments !== 'object' || params.arguments === null || Array.isArray(params.arguments))) {
           throw new ProxyError(RPC.invalidParams, 'Invalid params: tools/call params.arguments must be an object');
         }
-        return this.#call(entry, params as { name: string; arguments?: Record<string, unknown> }, arrived);
+        return this.#call(entry, params as { name: string; arguments?: Record<string, unknown> }, arrived, session);
       default:
         // Only tools are proxied: resources, prompts and the rest are not offered (the SDK's words, unprefixed).
         throw new UpstreamRpcError({ code: RPC.methodNotFound, message: 'Method not found' });
@@ -240,14 +242,15 @@ export class McpProxy {
     return { ...listed, tools: (listed.tools as { name?: unknown }[]).filter((t) => keep.has(`${upstream.toolPrefix}.${String(t?.name)}`)) };
   }
 
-  async #call(entry: Entry, params: { name: string; arguments?: Record<string, unknown> }, arrived: number): Promise<unknown> {
+  /** A `tools/call`: decided by Tollgate (in the agent's `session` when it names one), then forwarded when allowed. */
+  async #call(entry: Entry, params: { name: string; arguments?: Record<string, unknown> }, arrived: number, session: string | undefined): Promise<unknown> {
     const { tollgate, metrics, log } = this.opts;
     const { upstream } = entry;
     const tool = `${upstream.toolPrefix}.${params.name}`;
     const action = { tool, operation: 'invoke', target: `mcp://${upstream.name}/${params.name}`, parameters: params.arguments ?? {} };
     let result;
     try {
-      result = await tollgate.run((g) => g.authoriseAndExecute(action, { waitSeconds: this.opts.approvalWaitSeconds }));
+      result = await tollgate.run((g) => g.authoriseAndExecute(action, { waitSeconds: this.opts.approvalWaitSeconds, ...(session ? { session } : {}) }));
     } catch (err) {
       const { error, outcome } = this.refusal(tool, err);
       metrics.call('mcp_call', outcome, seconds(arrived));

@@ -15,7 +15,7 @@ import {
 import { BreakerOpenError } from './breaker.js';
 import { failureText, readBody, type McpProxy } from './mcp-proxy.js';
 import type { CallKind, CallOutcome, SidecarMetrics } from './metrics.js';
-import { containmentOf, isOutage, type PermissionsCache, type Tollgate } from './tollgate.js';
+import { containmentOf, isOutage, SESSION_PROBLEM, sessionOf, type PermissionsCache, type Tollgate } from './tollgate.js';
 
 const MAX_BODY = 1024 * 1024;
 /** The client's rule 3, checked here so that a bad header is the caller's 400, not an outage. */
@@ -118,9 +118,12 @@ export async function startSidecarServer(
       if (correlation !== undefined && !(typeof correlation === 'string' && CORRELATION_ID.test(correlation.startsWith('sdk-') ? correlation : `sdk-${correlation}`))) {
         throw new BadRequest('X-Correlation-ID must be 8-100 characters of A-Z a-z 0-9 . _ - with the sdk- prefix the sidecar adds');
       }
+      const session = sessionOf(req);
+      if (session === null) throw new BadRequest(SESSION_PROBLEM);
       const common = {
         ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
         ...(typeof correlation === 'string' ? { correlationId: correlation } : {}),
+        ...(session ? { session } : {}),
       };
       if (kind === 'action') {
         const result = await tollgate.run((g) => g.submit(action, common));

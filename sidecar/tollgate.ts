@@ -5,7 +5,9 @@ import {
   type ActionResult,
   type AgentPermissions,
   type GatewayClient,
+  SESSION_ID,
 } from '../client/index.js';
+import type { IncomingMessage } from 'node:http';
 import { BreakerOpenError, type CircuitBreaker } from './breaker.js';
 
 /**
@@ -13,6 +15,20 @@ import { BreakerOpenError, type CircuitBreaker } from './breaker.js';
  * and IDENTITY_REVOKED for an identity the API no longer accepts (a revoked agent's identities are revoked with it).
  */
 export const CONTAINMENT_CODES: ReadonlySet<string> = new Set(['AGENT_SUSPENDED', 'AGENT_REVOKED', 'IDENTITY_REVOKED', 'GATEWAY_ACCESS_DISABLED']);
+
+/** What the sidecar answers an agent whose `Tollgate-Session` header is malformed (400). */
+export const SESSION_PROBLEM = 'Tollgate-Session must be 1-200 characters of A-Z a-z 0-9 . _ : -';
+
+/**
+ * The session an agent names on a request (header `Tollgate-Session`), passed on to Tollgate for flow
+ * rules; undefined when it names none (Tollgate then takes the access token's lifetime), null when the
+ * header is malformed.
+ */
+export function sessionOf(req: IncomingMessage): string | undefined | null {
+  const named = req.headers['tollgate-session'];
+  if (named === undefined) return undefined;
+  return typeof named === 'string' && SESSION_ID.test(named) ? named : null;
+}
 
 /** The token exchange's `details.reason` (api/modules/identities/identities.service.ts), as a reason code. */
 const EXCHANGE_REASONS: Record<string, string> = {

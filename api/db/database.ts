@@ -26,6 +26,7 @@ import { oidcIdentities } from './migrations/0017_oidc.js';
 import { signup } from './migrations/0018_signup.js';
 import { publicSubmissions } from './migrations/0019_public.js';
 import { evidenceHeadTrigger } from './migrations/0020_evidence_head_trigger.js';
+import { flowAndReplay } from './migrations/0021_flow_and_replay.js';
 import type { PgliteRounds } from './pglite-rounds.js';
 import type { DB } from './schema.js';
 
@@ -61,6 +62,7 @@ export function migrations(runtimeRole: string): Record<string, Migration> {
     '0018_signup': signup(runtimeRole),
     '0019_public': publicSubmissions(runtimeRole),
     '0020_evidence_head_trigger': evidenceHeadTrigger(),
+    '0021_flow_and_replay': flowAndReplay(runtimeRole),
   };
 }
 

@@ -348,6 +348,11 @@ export interface ActionRequestsTable {
   executed_at: Date | null;
   /** Milliseconds to the first decision; set while that decision is read as telemetry (migration 0013). */
   decision_ms: number | null;
+  /**
+   * What the first decision read besides the request and the registry (DecisionFacts, migration 0021); null
+   * before it. Written as the object itself: the batch's one JSON document carries it as JSON, not as text.
+   */
+  decision_facts: ColumnType<unknown, object | null, object | null>;
 }
 
 export interface ApprovalsTable {
@@ -789,6 +794,30 @@ export interface UserIdentitiesTable {
   last_sign_in_at: Date | null;
 }
 
+/** What an agent did earlier in one session (SessionFacts), for flow rules (migration 0021). */
+export interface AgentSessionsTable {
+  org_id: string;
+  agent_id: string;
+  session_key: string;
+  facts: ColumnType<unknown, object, object>;
+  first_at: Date;
+  last_at: Date;
+}
+
+/** The summary of one replay of a policy version (migration 0021). */
+export interface PolicyReplaysTable {
+  id: string;
+  org_id: string;
+  policy_id: string;
+  version_number: number;
+  window_from: Date;
+  window_to: Date;
+  agent_id: string | null;
+  summary: Json<unknown>;
+  requested_by: string | null;
+  created_at: Date;
+}
+
 export interface DB {
   organisations: OrganisationsTable;
   users: UsersTable;
@@ -813,6 +842,8 @@ export interface DB {
   evidence_records: EvidenceRecordsTable;
   evidence_heads: EvidenceHeadsTable;
   action_requests: ActionRequestsTable;
+  agent_sessions: AgentSessionsTable;
+  policy_replays: PolicyReplaysTable;
   approvals: ApprovalsTable;
   approval_votes: ApprovalVotesTable;
   deny_class_rules: DenyClassRulesTable;

@@ -319,6 +319,20 @@ describe('gateway client (client/): the spec\'s gateway client flow against the 
       await expect(c.submit(lookup, { correlationId: 'has spaces' })).rejects.toThrow(TypeError);
     });
 
+    it('sends the session as Tollgate-Session on each submission of a call, and refuses a malformed one before sending', async () => {
+      const { credentials } = await newAgent();
+      const c = client(credentials);
+      const seen = recorder();
+      await c.submit(lookup, { session: 'run-42' });
+      await c.submit(lookup);
+      await c.authoriseAndExecute(lookup, { session: 'run-43' });
+      expect(seen().filter((x) => x.path === '/actions').map((x) => x.headers['tollgate-session'])).toEqual(['run-42', undefined, 'run-43']);
+      const sent = seen().length;
+      await expect(c.submit(lookup, { session: 'has spaces' })).rejects.toThrow(TypeError);
+      await expect(c.authoriseAndExecute(lookup, { session: 'x'.repeat(201) })).rejects.toThrow(TypeError);
+      expect(seen()).toHaveLength(sent);
+    });
+
     it('generates the idempotency key sdk- + 32 hex when none is given, sends it and exposes it on the result', async () => {
       const { credentials } = await newAgent();
       const c = client(credentials);

@@ -90,6 +90,12 @@ describe('CRD upgrades with the command of docs/helm.md', () => {
     await kubectl('delete', '--ignore-not-found', '--wait=true', '-f', CHART_CRDS);
     await eventually(async () => (await kubectl('get', 'crd', '-o', 'name')).trim() === '', 30_000, 'the CRDs deleted');
   };
+  /**
+   * A case deletes the CRDs and creates the earlier release's before it runs the command: on a loaded 2-core
+   * machine the API server can take most of the default 30 s over that alone (the waits below allow up to
+   * 100 s), so each case may take as long as its waits do.
+   */
+  const CASE_TIMEOUT_MS = 180_000;
   // Each case starts from no CRDs, whatever an earlier one left.
   const installPrevious = async (...how: string[]) => {
     await removeAll();
@@ -156,7 +162,7 @@ describe('CRD upgrades with the command of docs/helm.md', () => {
 
     await kubectl('delete', 'tools.tollgate.dev', '--all', '-n', 'default');
     await kubectl('delete', 'agents.tollgate.dev', '--all', '-A');
-  });
+  }, CASE_TIMEOUT_MS);
 
   it('CRDs installed by Helm (field manager helm) conflict, and the --force-conflicts the docs name takes them over', async () => {
     // What Helm's first install does with the chart's crds/: a create by the field manager `helm`.
@@ -172,7 +178,7 @@ describe('CRD upgrades with the command of docs/helm.md', () => {
     const versions = await crdVersions();
     await kubectlRaw(kube, command);
     expect(await crdVersions()).toEqual(versions);
-  });
+  }, CASE_TIMEOUT_MS);
 
   it('CRDs first applied client-side (kubectl apply without --server-side): kubectl moves them over, no conflict', async () => {
     await installPrevious('apply');
@@ -180,5 +186,5 @@ describe('CRD upgrades with the command of docs/helm.md', () => {
     expect(stderr.trim()).toBe('');
     const crd = await served('tools.tollgate.dev');
     expect(crd.spec.versions[0].schema.openAPIV3Schema).toEqual(current['tools.tollgate.dev.yaml'].spec.versions[0].schema.openAPIV3Schema);
-  });
+  }, CASE_TIMEOUT_MS);
 });

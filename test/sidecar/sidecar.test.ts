@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, onboardAdmin, startTestApp, type TestApp } from '../support/harness.js';
+import { api, asOwner, onboardAdmin, startTestApp, type TestApp } from '../support/harness.js';
 import { startPaymentsMcpServer } from '../support/mcp-server.js';
 import { freePort } from '../support/postgres-cluster.js';
 import { ROOT, spawnTollgate, stop, waitForHttp } from '../support/processes.js';
@@ -189,6 +189,37 @@ describe('tollgate sidecar', () => {
     const bad = await fetch(`${base}/v1/actions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"target": 1}' });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('validation_failed');
+  });
+
+  it("passes the agent's Tollgate-Session on to Tollgate, on the gateway client flow and through the MCP proxy", async () => {
+    const viaFlow = await fetch(`${base}/v1/actions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'tollgate-session': 'sidecar-run-1' },
+      body: JSON.stringify({ tool: 'crm.lookup_customer', target: 'crm://customers/7', parameters: { customer_id: '7' } }),
+    });
+    expect(viaFlow.status).toBe(200);
+    const client = new Client({ name: 'session-agent', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp/payments`), { requestInit: { headers: { 'tollgate-session': 'sidecar-run-1' } } }));
+    agents.push(client);
+    await client.callTool({ name: 'lookup', arguments: { payee: 'acme' } });
+    const facts = await asOwner(t, async (c) =>
+      (await c.query(`select facts from agent_sessions where org_id = $1 and session_key = 'id:sidecar-run-1'`, [admin.tenant.id])).rows.map((r) => r.facts),
+    );
+    expect(facts).toEqual([expect.objectContaining({ calls: 2, tools: { 'crm.lookup_customer': 1, 'payments.lookup': 1 } })]);
+
+    const badFlow = await fetch(`${base}/v1/actions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'tollgate-session': 'not a session' },
+      body: JSON.stringify({ tool: 'crm.lookup_customer', target: 'crm://customers/7' }),
+    });
+    expect(badFlow.status).toBe(400);
+    expect(((await badFlow.json()) as { error: { message: string } }).error.message).toMatch(/Tollgate-Session/);
+    const badMcp = await fetch(`${base}/mcp/payments`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'tollgate-session': 'not a session' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'lookup', arguments: {} } }),
+    });
+    expect(badMcp.status).toBe(400);
   });
 
   it('answers only callers that address it as loopback', async () => {

@@ -16,6 +16,8 @@ const tool: ToolView = {
   approvalClass: 'single',
   blocked: false,
   mcpServerId: 'srv-1',
+  dataClassification: 'regulated',
+  internetFacing: false,
 };
 const snapshot: Snapshot = {
   tools: { [tool.key]: tool },
@@ -46,6 +48,10 @@ const input: DecisionInput = {
   },
   // A Friday, 21:15 UTC.
   now: '2026-11-27T21:15:00.000Z',
+  session: {
+    id: 'id:run-7',
+    facts: { maxClassification: 'personal', untrustedContent: true, tools: { 'payments.create_payment': 2, 'crm.lookup_customer': 1 }, calls: 3 },
+  },
 };
 const ctx: DecisionContext = { input, snapshot, tool, denies: [], approvals: [], allows: [], trace: [], stop: false };
 const doc = decisionDocument(ctx);
@@ -57,6 +63,10 @@ const EXPECTED: Record<string, unknown> = {
   'tool.approval_class': 'single',
   'tool.target_type': 'mcp_tool',
   'tool.mcp_trust_state': 'quarantined',
+  'tool.data_classification': 'regulated',
+  'tool.internet_facing': false,
+  // On a quarantined MCP server.
+  'tool.untrusted_source': true,
   'action.operation': 'transfer',
   'action.target': 'payee://suppliers/acme',
   'action.amount': 420,
@@ -71,11 +81,31 @@ const EXPECTED: Record<string, unknown> = {
   environment: 'staging',
   'time.hour': 21,
   'time.weekday': 5,
+  'session.id': 'id:run-7',
+  'session.max_classification': 'personal',
+  'session.max_classification_rank': 4,
+  'session.untrusted_content': true,
+  'session.calls': 3,
+  'session.tools': ['payments.create_payment', 'crm.lookup_customer'],
+  'session.tool_calls': { 'payments.create_payment': 2, 'crm.lookup_customer': 1 },
+  'session.same_tool_calls': 2,
 };
 
-/** The document's leaf paths; `action.parameters` is one field (its keys are the request's own). */
+/** The session fields of a call without a session (the console): nothing read, nothing called. */
+const NO_SESSION: Record<string, unknown> = {
+  'session.id': null,
+  'session.max_classification': null,
+  'session.max_classification_rank': 0,
+  'session.untrusted_content': false,
+  'session.calls': 0,
+  'session.tools': [],
+  'session.tool_calls': {},
+  'session.same_tool_calls': 0,
+};
+
+/** The document's leaf paths; `action.parameters` and `session.tool_calls` are one field each (their keys are data). */
 function leaves(value: unknown, prefix = ''): string[] {
-  if (prefix === 'action.parameters' || value === null || typeof value !== 'object' || Array.isArray(value)) return [prefix];
+  if (prefix === 'action.parameters' || prefix === 'session.tool_calls' || value === null || typeof value !== 'object' || Array.isArray(value)) return [prefix];
   return Object.entries(value).flatMap(([k, v]) => leaves(v, prefix ? `${prefix}.${k}` : k));
 }
 
@@ -111,6 +141,19 @@ describe('condition fields', () => {
       ...(typeof expected === 'string' ? [{ op: 'cel', value: `${field} == ${JSON.stringify(expected)}` }] : []),
     ]);
     for (const c of rule.compiled) expect(c.test(doc), `${c.op} ${String(c.value)}`).toBe(true);
+  });
+
+  it('read an empty session when the call has none', () => {
+    const bare = decisionDocument({ ...ctx, input: { ...input, session: null } });
+    for (const [field, expected] of Object.entries(NO_SESSION)) expect(readField(bare, field), field).toEqual(expected);
+    expect(Object.keys(NO_SESSION)).toEqual(Object.keys(FIELDS).filter((f) => f.startsWith('session.')));
+  });
+
+  it('count a session call of the tool in hand only under its own key', () => {
+    const other = decisionDocument({ ...ctx, input: { ...input, action: { ...input.action, tool: 'email.send_message' } } });
+    expect(readField(other, 'session.same_tool_calls')).toBe(0);
+    const rule = compiles([{ op: 'cel', value: "session.tool_calls['crm.lookup_customer'] >= 1.0 && 'crm.lookup_customer' in session.tools" }]);
+    expect(rule.compiled[0]!.test(doc)).toBe(true);
   });
 
   it('include any parameter of the request by name', () => {

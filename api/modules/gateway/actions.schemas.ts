@@ -7,6 +7,23 @@ export const idempotencyHeaders = z.object({
   'idempotency-key': z.string().regex(IDEMPOTENCY_KEY, '8-200 characters of A-Z a-z 0-9 . _ : -'),
 });
 
+/** A session identifier a caller passes for flow rules (docs/policies.md, Flow rules). */
+export const SESSION_ID = /^[A-Za-z0-9._:-]{1,200}$/;
+
+export const submissionHeaders = idempotencyHeaders.extend({
+  'tollgate-session': z
+    .string()
+    .regex(SESSION_ID, '1-200 characters of A-Z a-z 0-9 . _ : -')
+    .optional()
+    .describe("The agent's session, for flow rules (session.* fields); without it the session is the access token's lifetime"),
+});
+
+/**
+ * The session key of an agent's call: the session it names, else its access token's lifetime. The
+ * prefixes keep the two apart, and sessions are the agent's own (agent_sessions is keyed by agent too).
+ */
+export const agentSession = (named: string | null | undefined, tokenId: string) => (named ? `id:${named}` : `token:${tokenId}`);
+
 export const actionIn = z.object({
   tool: z.string().trim().min(1).max(200),
   operation: z.string().trim().min(1).max(100).default('invoke'),

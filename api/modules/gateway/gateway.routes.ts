@@ -8,14 +8,13 @@ import { beyondSpec, caller } from '../../platform/route.js';
 import { iso, timestamp } from '../../platform/schemas.js';
 import { PRIVILEGE_CLASS } from '../shared/index.js';
 import { toAction } from './actions.repository.js';
-import { actionIn, approvalSummary, idempotencyHeaders, STATES, submissionOut } from './actions.schemas.js';
+import { actionIn, agentSession, approvalSummary, idempotencyHeaders, STATES, submissionHeaders, submissionOut } from './actions.schemas.js';
 import { actionsPage, agentAction, cancelAction, executionsPage, readAction, requireAgent } from './actions.service.js';
 import { toDenyClass } from './deny-classes.repository.js';
 import { addDenyClass, liftDenyClass } from './deny-classes.service.js';
 import { permissionsOut } from './permissions.schemas.js';
-import { agentPermissions } from './permissions.service.js';
 import { ApprovalTokens } from './submission/approval-tokens.js';
-import { SubmissionService } from './submission/submission.service.js';
+import { agentPermissions } from './permissions.service.js';
 
 const tags = ['Gateway: actions, decisions, approvals'];
 
@@ -55,9 +54,8 @@ const denyClassOut = z.object({
 
 export async function gatewayRoutes(app: FastifyInstance): Promise<void> {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const { db, clock, config, evidence, snapshots, hits, metrics } = app.deps;
+  const { db, clock, config, snapshots, submissions } = app.deps;
   const tokens = new ApprovalTokens(config.tokenSigningSeed);
-  const submissions = new SubmissionService({ db, clock, evidence, snapshots, hits, tokens, gatewayPerMinute: config.rateLimits.gatewayPerMinute, metrics });
   const cursors = new Cursors(config.sessionSecret);
 
   r.post(
@@ -68,7 +66,7 @@ export async function gatewayRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         summary: 'Submit a proposed tool call: decided, run only when allowed, recorded as evidence',
         tags,
-        headers: idempotencyHeaders,
+        headers: submissionHeaders,
         body: actionIn,
         response: { 200: submissionOut },
       },
@@ -76,7 +74,15 @@ export async function gatewayRoutes(app: FastifyInstance): Promise<void> {
     async (req) => {
       const agent = agentOf(req);
       return submissions.submit(
-        { orgId: agent.orgId, agentId: agent.agentId, identityId: agent.identityId, source: 'gateway', requestedBy: null, correlationId: req.id },
+        {
+          orgId: agent.orgId,
+          agentId: agent.agentId,
+          identityId: agent.identityId,
+          source: 'gateway',
+          requestedBy: null,
+          correlationId: req.id,
+          session: agentSession(req.headers['tollgate-session'], agent.tokenId),
+        },
         req.headers['idempotency-key'],
         req.body,
       );
@@ -110,7 +116,7 @@ export async function gatewayRoutes(app: FastifyInstance): Promise<void> {
       const { agent_id, ...body } = req.body;
       await requireAgent(db, p.orgId, agent_id);
       return submissions.submit(
-        { orgId: p.orgId, agentId: agent_id, identityId: null, source: 'console', requestedBy: p.userId, correlationId: req.id },
+        { orgId: p.orgId, agentId: agent_id, identityId: null, source: 'console', requestedBy: p.userId, correlationId: req.id, session: null },
         req.headers['idempotency-key'],
         body,
       );

@@ -1,6 +1,9 @@
+import { isIP } from 'node:net';
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
+import { hostKind } from '../../platform/outbound.js';
 import { compileRules } from './engine/compile.js';
+import { readsSession } from './engine/session.js';
 import type { AgentView, BindingView, CompiledRule, DelegationView, Rule, Snapshot, ToolView } from './engine/types.js';
 
 /** Everything one decision reads besides the request. */
@@ -11,6 +14,8 @@ export interface DecisionState {
   snapshot: Snapshot;
   /** What execution needs of the resolved tool. */
   tool: { builtin: boolean; credentialActive: boolean | null } | undefined;
+  /** A published rule reads `session.*`: the decision's evidence then carries the session's facts it read. */
+  readsSession: boolean;
 }
 
 interface AgentEntry {
@@ -30,6 +35,8 @@ interface OrgRegistry {
   mcpServers: Snapshot['mcpServers'];
   denyClassRules: Snapshot['denyClassRules'];
   rules: Snapshot['rules'];
+  /** A rule reads `session.*`: decisions then read their sessions' facts after locking the chain head. */
+  readsSession: boolean;
   /** null: no such agent in this organisation. */
   agents: Map<string, AgentEntry | null>;
 }
@@ -46,6 +53,8 @@ interface OrgRow {
     builtin: boolean;
     credential_ref_id: string | null;
     definition_hash: string | null;
+    data_classification: string | null;
+    api_base_url: string | null;
   }>;
   servers: Array<{ id: string; trust_state: Snapshot['mcpServers'][string]['trustState'] }>;
   credentials: Array<{ id: string; status: string }>;
@@ -132,11 +141,25 @@ export class DecisionSnapshots {
     if (missing.length > 0) await loadAgents(tx, orgId, missing, org);
     return new OrgView(org);
   }
+
+  /**
+   * Whether the organisation's rules read `session.*`, as last loaded (false before the first load): a
+   * batch then locks the chain head before deciding instead of following the batch in flight. The
+   * batch's own load has the last word (it reloads when the registry moved).
+   */
+  readsSession(orgId: string): boolean {
+    return this.orgs.get(orgId)?.readsSession ?? false;
+  }
 }
 
 /** Read access to one organisation's loaded registry. */
 export class OrgView {
   constructor(private readonly org: OrgRegistry) {}
+
+  /** A published rule reads `session.*` (the facts must then be read after the chain head is locked). */
+  get readsSession(): boolean {
+    return this.org.readsSession;
+  }
 
   state(agentId: string, toolKey: string): DecisionState {
     const { org } = this;
@@ -149,6 +172,7 @@ export class OrgView {
       tool: exec
         ? { builtin: exec.builtin, credentialActive: exec.credentialRefId ? org.credentials.get(exec.credentialRefId) === 'active' : null }
         : undefined,
+      readsSession: org.readsSession,
       snapshot: {
         tools: org.tools,
         mcpServers: org.mcpServers,
@@ -171,8 +195,12 @@ async function loadOrg(tx: Tx, orgId: string, version: string): Promise<OrgRegis
       (select row_to_json(x) from (
          select content_retention, approval_ttl_seconds from organisations where id = ${orgId}) x) as org,
       (select coalesce(json_agg(x), '[]') from (
-         select id, tool_key, privilege_class, approval_class, blocked, mcp_server_id, builtin, credential_ref_id, definition_hash
-         from tools where org_id = ${orgId}) x) as tools,
+         select t.id, t.tool_key, t.privilege_class, t.approval_class, t.blocked, t.mcp_server_id, t.builtin, t.credential_ref_id,
+           t.definition_hash, d.classification as data_classification, r.base_url as api_base_url
+         from tools t
+         left join resources d on d.id = t.data_resource_id and d.org_id = t.org_id
+         left join resources r on r.id = t.api_resource_id and r.org_id = t.org_id
+         where t.org_id = ${orgId}) x) as tools,
       (select coalesce(json_agg(x), '[]') from (
          select id, trust_state from mcp_servers where org_id = ${orgId}) x) as servers,
       (select coalesce(json_agg(x), '[]') from (
@@ -185,6 +213,7 @@ async function loadOrg(tx: Tx, orgId: string, version: string): Promise<OrgRegis
          join policy_versions v on v.policy_id = p.id and v.number = p.published_version
          where p.org_id = ${orgId} and p.status = 'active') as versions`.execute(tx);
   const r = rows[0]!;
+  const rules = r.versions.flatMap((v) => compiledVersion(v.id, v.policy, v.rules));
   return {
     version,
     contentRetention: r.org?.content_retention ?? 'redacted_excerpts',
@@ -200,6 +229,8 @@ async function loadOrg(tx: Tx, orgId: string, version: string): Promise<OrgRegis
           blocked: t.blocked,
           mcpServerId: t.mcp_server_id,
           definitionHash: t.definition_hash,
+          dataClassification: t.data_classification,
+          internetFacing: onTheInternet(t.api_base_url),
         },
       ]),
     ),
@@ -207,9 +238,32 @@ async function loadOrg(tx: Tx, orgId: string, version: string): Promise<OrgRegis
     credentials: new Map(r.credentials.map((c) => [c.id, c.status])),
     mcpServers: Object.fromEntries(r.servers.map((s) => [s.id, { trustState: s.trust_state }])),
     denyClassRules: r.deny_rules.map((d) => ({ id: d.id, privilegeClass: d.privilege_class, agentId: d.agent_id })),
-    rules: r.versions.flatMap((v) => compiledVersion(v.id, v.policy, v.rules)),
+    rules,
+    readsSession: readsSession(rules),
     agents: new Map(),
   };
+}
+
+/** Names only a private network resolves: a cluster's services, mDNS, the reserved internal suffixes. */
+const INTERNAL_SUFFIXES = ['.svc', '.cluster.local', '.local', '.internal', '.lan', '.home.arpa', '.corp', '.intranet'];
+
+/**
+ * Whether an API's base URL is on the internet, as flow rules see it: a public address, or a name with a
+ * dot that is not under a suffix only private networks use. Judged from the URL as registered (no DNS).
+ */
+export function onTheInternet(baseUrl: string | null): boolean {
+  if (!baseUrl) return false;
+  let host: string;
+  try {
+    host = new URL(baseUrl).hostname.toLowerCase().replace(/\.+$/, '');
+  } catch {
+    return false;
+  }
+  if (hostKind(host) !== 'public') return false;
+  if (isIP(host.replace(/^\[(.*)\]$/, '$1'))) return true;
+  // A single label (`payments`) is a name on the local network's search path.
+  if (!host.includes('.')) return false;
+  return !INTERNAL_SUFFIXES.some((suffix) => host.endsWith(suffix));
 }
 
 /** Agents with their bindings and delegations, in one statement, into `org`. */

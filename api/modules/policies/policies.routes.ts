@@ -4,10 +4,12 @@ import { z } from 'zod';
 import { actorOf, personOf } from '../../platform/auth.js';
 import { ifMatchHeaders } from '../../platform/if-match.js';
 import { Cursors, pageOf, pageQuery } from '../../platform/pagination.js';
-import { caller } from '../../platform/route.js';
+import { beyondSpec, caller } from '../../platform/route.js';
 import { FIELDS, OPERATOR_SPECS } from '../gateway/index.js';
 import type { PolicyRow, VersionRow } from './policies.repository.js';
 import { operatorsOut, policyIn, policyOut, type rule, simulateIn, simulationOut, statusIn, versionIn } from './policies.schemas.js';
+import { replayIn, replayOut } from './replay.schemas.js';
+import { replayVersion, type ReplaySummary } from './replay.service.js';
 import {
   addVersion,
   createPolicy,
@@ -28,7 +30,14 @@ const PRECEDENCE =
   'PERMISSION_GRANTED plus the reason codes of matching allow rules. An allow rule never lifts the default deny: ' +
   'without a binding the answer is PERMISSION_NOT_GRANTED. The order of rules and policies does not change the decision.';
 
-function toVersion(policy: PolicyRow, v: VersionRow) {
+/** A version's latest replay as versions show it: the summary without its example actions. */
+function latestReplay(r: ReplaySummary | undefined) {
+  if (!r) return null;
+  const { examples: _examples, ...summary } = r;
+  return summary;
+}
+
+function toVersion(policy: PolicyRow, v: VersionRow, replays?: Map<number, ReplaySummary>) {
   return {
     number: v.number,
     state: v.number === policy.published_version ? ('published' as const) : v.published_at ? ('superseded' as const) : ('draft' as const),
@@ -38,10 +47,11 @@ function toVersion(policy: PolicyRow, v: VersionRow) {
     created_at: v.created_at.toISOString(),
     published_at: v.published_at?.toISOString() ?? null,
     published_by: v.published_by,
+    latest_replay: latestReplay(replays?.get(v.number)),
   };
 }
 
-function toPolicy(p: PolicyRow, versions?: VersionRow[]): z.infer<typeof policyOut> {
+function toPolicy(p: PolicyRow, versions?: VersionRow[], replays?: Map<number, ReplaySummary>): z.infer<typeof policyOut> {
   return {
     id: p.id,
     key: p.key,
@@ -54,14 +64,14 @@ function toPolicy(p: PolicyRow, versions?: VersionRow[]): z.infer<typeof policyO
     published_version: p.published_version,
     created_at: p.created_at.toISOString(),
     updated_at: p.updated_at.toISOString(),
-    ...(versions ? { versions: versions.map((v) => toVersion(p, v)) } : {}),
+    ...(versions ? { versions: versions.map((v) => toVersion(p, v, replays)) } : {}),
   };
 }
 
 /** The policy with its versions, its record version as an entity tag for the next If-Match. */
-const withTag = (reply: FastifyReply, { policy, versions }: PolicyWithVersions) => {
+const withTag = (reply: FastifyReply, { policy, versions, replays }: PolicyWithVersions) => {
   reply.header('etag', `"${policy.version}"`);
-  return toPolicy(policy, versions);
+  return toPolicy(policy, versions, replays);
 };
 
 export async function policiesRoutes(app: FastifyInstance): Promise<void> {
@@ -171,6 +181,25 @@ export async function policiesRoutes(app: FastifyInstance): Promise<void> {
       const p = personOf(req);
       const out = await publishVersion(db, req, p, req.params.policy_id, req.params.number, req.headers['if-match'], clock.now());
       return withTag(reply, out);
+    },
+  );
+
+  r.post(
+    '/policies/:policy_id/versions/:number/replay',
+    {
+      ...beyondSpec(caller('action:test')),
+      schema: {
+        summary:
+          'Replay a version over the recorded first decisions of a window: each decided again with the rules in force and with this version in place of the published one, on the current registry; only the summary is stored',
+        tags,
+        params: idParams.extend({ number: z.coerce.number().int().min(1).max(1_000_000) }),
+        body: replayIn,
+        response: { 200: replayOut },
+      },
+    },
+    async (req) => {
+      const p = actorOf(req);
+      return replayVersion(db, app.deps.snapshots, req, p, req.params.policy_id, req.params.number, req.body, clock.now());
     },
   );
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { replaySummaryOut, sessionIn } from './replay.schemas.js';
 
 /**
  * The spec's Rule. Its shape is checked here (422 validation_failed); what it says (fields, operators,
@@ -61,6 +62,10 @@ export const simulateIn = z.object({
   justification: z.string().max(2000).nullable().optional(),
   draft_rules: z.array(rule).max(200).nullable().optional().describe('Evaluated instead of the published rules of active policies'),
   approval_present: z.boolean().default(false),
+  session: sessionIn
+    .nullable()
+    .optional()
+    .describe('What the agent did earlier in the session, for rules on session.* fields; absent: no session (every session field reads empty)'),
 });
 
 const timestamp = z.iso.datetime();
@@ -74,6 +79,9 @@ export const versionOut = z.object({
   created_at: timestamp,
   published_at: timestamp.nullable(),
   published_by: z.uuid().nullable(),
+  latest_replay: replaySummaryOut
+    .nullable()
+    .describe('The latest replay of this version over recorded decisions (POST .../replay), without its examples; null: never replayed'),
 });
 
 export const policyOut = z.object({

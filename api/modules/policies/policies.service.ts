@@ -9,7 +9,7 @@ import type { Position } from '../../platform/pagination.js';
 import { requireConfirmation } from '../../platform/reason.js';
 import { isUniqueViolation } from '../../platform/schemas.js';
 import { auditWithEvidence } from '../evidence/index.js';
-import { compileRules, decide, decisionInput, InvalidPolicy, type DecisionSnapshots } from '../gateway/index.js';
+import { compileRules, decide, decisionInput, InvalidPolicy, type DecisionSnapshots, type SessionView } from '../gateway/index.js';
 import { recordTelemetry, telemetryEvents } from '../telemetry/index.js';
 import {
   getPolicy,
@@ -24,6 +24,7 @@ import {
   type VersionRow,
 } from './policies.repository.js';
 import type { policyIn, rule, simulateIn, statusIn, versionIn } from './policies.schemas.js';
+import { latestReplaysOf, type ReplaySummary } from './replay.service.js';
 
 const canonicalize = createRequire(import.meta.url)('canonicalize') as (input: unknown) => string | undefined;
 
@@ -33,6 +34,8 @@ type RuleIn = z.infer<typeof rule>;
 export interface PolicyWithVersions {
   policy: PolicyRow;
   versions: VersionRow[];
+  /** The latest replay of each version that has one, by number. */
+  replays: Map<number, ReplaySummary>;
 }
 
 /** Compiles rules or answers 422 invalid_policy naming each bad rule and condition. */
@@ -66,6 +69,7 @@ async function policyOr404(tx: Tx, orgId: string, id: string, lock = false): Pro
 const withVersions = async (tx: Tx, orgId: string, policy: PolicyRow): Promise<PolicyWithVersions> => ({
   policy,
   versions: await versionsOf(tx, orgId, policy.id),
+  replays: await latestReplaysOf(tx, orgId, policy.id),
 });
 
 export function policiesPage(db: Db, orgId: string, after: Position | undefined, limit: number): Promise<PolicyRow[]> {
@@ -109,7 +113,7 @@ export async function createPolicy(
       createdAt: now,
     });
     await record(tx, req, actor.orgId, policy, 'created', { number: 1, critical: body.critical, rules_sha256: rulesHash(body.rules) });
-    return { policy, versions: [version] };
+    return { policy, versions: [version], replays: new Map() };
   });
 }
 
@@ -212,6 +216,20 @@ export function setPolicyStatus(
   });
 }
 
+/** The session facts a simulation was given, as the engine reads them. */
+function sessionOf(s: z.output<typeof simulateIn>['session']): SessionView | null {
+  if (!s) return null;
+  return {
+    id: s.id ?? 'simulation',
+    facts: {
+      maxClassification: s.max_classification,
+      untrustedContent: s.untrusted_content,
+      tools: s.tools,
+      calls: s.calls ?? Object.values(s.tools).reduce((sum, n) => sum + n, 0),
+    },
+  };
+}
+
 /**
  * A dry run through the gateway engine with the decision input submission builds, against the
  * registry as decisions read it; draft rules, when given, replace the published ones.
@@ -225,7 +243,7 @@ export async function simulate(db: Db, snapshots: DecisionSnapshots, orgId: stri
   });
   if (!state.agent) throw notFound('No such agent.');
   const decision = decide(
-    decisionInput(state.agent, body, { identityId: null, now, approvalPresent: body.approval_present, explain: true }),
+    decisionInput(state.agent, body, { identityId: null, now, approvalPresent: body.approval_present, explain: true, session: sessionOf(body.session) }),
     drafts ? { ...state.snapshot, rules: compileRules(drafts) } : state.snapshot,
   );
   return { decision, rulesEvaluated: drafts ? ('draft' as const) : ('published' as const) };

@@ -1,4 +1,5 @@
 import type { DecisionContext } from './context.js';
+import { classificationRank, untrustedTool } from './session.js';
 import type { DecisionInput, Snapshot, ToolView } from './types.js';
 
 /** The type of a condition field, as operand checks see it. */
@@ -46,6 +47,24 @@ export const FIELDS: Record<string, FieldSpec> = {
     cel: 'dyn',
     description: "The MCP server's trust state; null for other tools",
     read: (s) => s.server?.trustState ?? null,
+  },
+  'tool.data_classification': {
+    type: 'string',
+    cel: 'dyn',
+    description: "The classification of the tool's data resource (public ... restricted), or null",
+    read: (s) => s.tool?.dataClassification ?? null,
+  },
+  'tool.internet_facing': {
+    type: 'boolean',
+    cel: 'dyn',
+    description: "The tool's API resource has a base URL on the internet (not a private, loopback or cluster-internal host)",
+    read: (s) => s.tool?.internetFacing === true,
+  },
+  'tool.untrusted_source': {
+    type: 'boolean',
+    cel: 'dyn',
+    description: 'What the tool returns comes from a source not trusted: an MCP server not approved, or an API on the internet',
+    read: (s) => untrustedTool(s.tool, s.server),
   },
   'action.operation': { type: 'string', cel: 'string', description: 'The operation (default invoke)', read: (s) => s.input.action.operation },
   'action.target': { type: 'string', cel: 'string', description: 'The target URI', read: (s) => s.input.action.target },
@@ -100,6 +119,52 @@ export const FIELDS: Record<string, FieldSpec> = {
     cel: 'dyn',
     description: 'Day of the week of the decision, 0 (Sunday) to 6, UTC',
     read: (s) => s.at.getUTCDay(),
+  },
+  'session.id': {
+    type: 'string',
+    cel: 'dyn',
+    description: 'The session of the call: id:<the id the caller passed> or token:<the access token id>; null from the console',
+    read: (s) => s.input.session?.id ?? null,
+  },
+  'session.max_classification': {
+    type: 'string',
+    cel: 'dyn',
+    description: 'The highest classification of data read earlier in the session (by an allowed call of a tool with a data resource), or null',
+    read: (s) => s.input.session?.facts.maxClassification ?? null,
+  },
+  'session.max_classification_rank': {
+    type: 'number',
+    cel: 'dyn',
+    description: 'The same as a number: 0 none, 1 public, 2 internal, 3 confidential, 4 personal, 5 regulated, 6 restricted',
+    read: (s) => classificationRank(s.input.session?.facts.maxClassification),
+  },
+  'session.untrusted_content': {
+    type: 'boolean',
+    cel: 'dyn',
+    description: 'An allowed call earlier in the session brought in content from an untrusted source (see tool.untrusted_source)',
+    read: (s) => s.input.session?.facts.untrustedContent === true,
+  },
+  'session.calls': { type: 'number', cel: 'dyn', description: 'Allowed calls earlier in the session', read: (s) => s.input.session?.facts.calls ?? 0 },
+  'session.tools': {
+    type: 'any',
+    cel: 'dyn',
+    description: 'The tool keys called (allowed) earlier in the session, a list (use contains)',
+    read: (s) => (s.input.session ? Object.keys(s.input.session.facts.tools) : []),
+  },
+  'session.tool_calls': {
+    type: 'any',
+    cel: 'map',
+    description: "Allowed calls earlier in the session by tool key, a map (CEL: session.tool_calls['crm.lookup_customer'])",
+    read: (s) => s.input.session?.facts.tools ?? {},
+  },
+  'session.same_tool_calls': {
+    type: 'number',
+    cel: 'dyn',
+    description: 'Allowed calls of this same tool earlier in the session',
+    read: (s) => {
+      const tools = s.input.session?.facts.tools;
+      return tools && Object.hasOwn(tools, s.input.action.tool) ? tools[s.input.action.tool]! : 0;
+    },
   },
 };
 

@@ -33,6 +33,10 @@ export interface ToolView {
   mcpServerId: string | null;
   /** The hash of the definition discovery last saw (inventory's toolDefinitionHash); absent or null: never discovered. */
   definitionHash?: string | null;
+  /** The classification of the data resource the tool reads or writes; absent or null: none. */
+  dataClassification?: string | null;
+  /** Its API resource's base URL is on the internet (not a private, loopback or cluster-internal host). */
+  internetFacing?: boolean;
 }
 
 export interface BindingView {
@@ -115,8 +119,31 @@ export interface Snapshot {
   rules: CompiledRule[];
 }
 
+/**
+ * What an agent did earlier in one session, as flow rules read it (`session.*` fields): only calls that
+ * were allowed count, since nothing else ran.
+ */
+export interface SessionFacts {
+  /** The highest data classification read (CLASSIFICATIONS order), or null. */
+  maxClassification: string | null;
+  /** Content came in from an untrusted source: a tool on an MCP server not `approved`, or an API on the internet. */
+  untrustedContent: boolean;
+  /** Allowed calls, by tool key (at most MAX_SESSION_TOOLS keys; `calls` counts every call). */
+  tools: Record<string, number>;
+  /** Allowed calls in all. */
+  calls: number;
+}
+
+/** The session a decision belongs to: its key and its facts before this call. */
+export interface SessionView {
+  id: string;
+  facts: SessionFacts;
+}
+
 export interface DecisionInput {
   agent: AgentView;
+  /** The session of the call; null or absent: none (the console), and every `session.*` field reads empty. */
+  session?: SessionView | null;
   identityId: string | null;
   action: ActionRequest;
   now: string;

@@ -1,4 +1,4 @@
-import type { AgentView, DecisionInput } from '../engine/types.js';
+import type { AgentView, DecisionInput, SessionView } from '../engine/types.js';
 
 /** The fields of an action body the engine reads (POST /actions, /actions/console, /policies/simulate). */
 export interface ActionBody {
@@ -18,10 +18,11 @@ export interface ActionBody {
 export function decisionInput(
   agent: AgentView,
   body: ActionBody,
-  opts: { identityId: string | null; now: Date; approvalPresent: boolean; explain?: boolean },
+  opts: { identityId: string | null; now: Date; approvalPresent: boolean; explain?: boolean; session?: SessionView | null },
 ): DecisionInput {
   return {
     agent,
+    session: opts.session ?? null,
     identityId: opts.identityId,
     action: {
       tool: body.tool,

@@ -6,10 +6,24 @@ import type { EvidenceEvent } from '../../evidence/index.js';
 import type { Notice } from '../../notifications/index.js';
 import type { ActionIn, SubmissionOut } from '../actions.schemas.js';
 import { decide } from '../engine/decide.js';
-import type { Decision } from '../engine/types.js';
+import { factsToJson } from '../engine/session.js';
+import type { AgentView, Decision, SessionView } from '../engine/types.js';
 import type { DecisionState } from '../snapshot.js';
 import { decisionInput } from './decision-input.js';
 import { execute, redact, type Execution } from './execution.js';
+import type { SessionLedger } from './sessions.js';
+
+/**
+ * What a first decision read besides its request and the registry, kept on its action
+ * (`decision_facts`) so that policy replay decides it again as it was decided: the agent as it was
+ * (its status, environment, criticality and data classification may have changed since) and its
+ * session's facts before the call.
+ */
+export interface DecisionFacts {
+  v: 1;
+  agent: AgentView;
+  session: SessionView | null;
+}
 
 /** Who submits: an agent through the gateway, or a person on its behalf from the console. */
 export interface Submitter {
@@ -19,6 +33,11 @@ export interface Submitter {
   source: 'gateway' | 'console';
   requestedBy: string | null;
   correlationId: string;
+  /**
+   * The session the call belongs to, for flow rules (`session.*` fields): the identifier the caller
+   * passed, else `token:<jti>` for an agent (its access token's lifetime); null for the console.
+   */
+  session?: string | null;
 }
 
 /** The columns a decision sets on its action: at the first submission, and again at redemption. */
@@ -38,6 +57,8 @@ export interface Decided {
   approval: Insertable<ApprovalsTable> | undefined;
   /** The decision, the approval request, the execution. */
   events: EvidenceEvent[];
+  /** The session as the decision saw it (before this call). */
+  session: SessionView | null;
 }
 
 const stateAfter = (decision: Decision['decision'], execution?: Execution) =>
@@ -56,6 +77,7 @@ const stateAfter = (decision: Decision['decision'], execution?: Execution) =>
  * and builds what that writes: the one builder of decision rows and evidence for first submission and
  * redemption alike. A redemption (`redeeming`: the approval whose token was presented) decides with the
  * approval present and its evidence names the approval; a first decision may ask for an approval.
+ * The decision reads its session's facts from `sessions`, and an allowed call counts there.
  */
 export function decideSubmission(
   who: Submitter,
@@ -64,9 +86,15 @@ export function decideSubmission(
   hash: string,
   state: DecisionState,
   now: Date,
+  sessions: SessionLedger,
   redeeming?: ApprovalRow,
 ): Decided {
-  const decision = decide(decisionInput(state.agent!, body, { identityId: who.identityId, now, approvalPresent: redeeming !== undefined }), state.snapshot);
+  const session = sessions.view(who);
+  const decision = decide(
+    decisionInput(state.agent!, body, { identityId: who.identityId, now, approvalPresent: redeeming !== undefined, session }),
+    state.snapshot,
+  );
+  if (decision.decision === 'allow') sessions.called(who, body.tool, state.snapshot);
   const execution = decision.decision === 'allow' ? execute(body.tool, state.tool, body.parameters) : undefined;
   const output = execution ? redact(execution.output, state.contentRetention) : null;
   const columns: DecisionColumns = {
@@ -89,6 +117,8 @@ export function decideSubmission(
         : { tool: body.tool, operation: body.operation, target: body.target, decision: decision.decision, reason_codes: decision.reasonCodes, request_hash: hash, source: who.source },
     },
   ];
+  // Where flow rules decide, what the session had done is part of why: signed with the decision.
+  if (state.readsSession && session) events[0]!.payload.session = { id: session.id, facts: factsToJson(session.facts) };
   let approval: Insertable<ApprovalsTable> | undefined;
   if (!redeeming && decision.decision === 'require_approval') {
     const expiresAt = new Date(now.getTime() + state.approvalTtlSeconds * 1000);
@@ -112,7 +142,7 @@ export function decideSubmission(
     });
   }
   if (execution) events.push({ eventType: 'execution', ...about, payload: { tool: body.tool, status: execution.status } });
-  return { decision, execution, output, columns, approval, events };
+  return { decision, execution, output, columns, approval, events, session };
 }
 
 const clipped = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
@@ -146,9 +176,19 @@ export interface Prepared {
  * Decides a submission under a key not used before, and runs it when allowed; writes nothing. `decisionMs`
  * is its latency so far, which the action row keeps as its telemetry (D26).
  */
-export function prepare(who: Submitter, key: string, body: ActionIn, hash: string, state: DecisionState, now: Date, decisionMs: number): Prepared {
+export function prepare(
+  who: Submitter,
+  key: string,
+  body: ActionIn,
+  hash: string,
+  state: DecisionState,
+  now: Date,
+  decisionMs: number,
+  sessions: SessionLedger,
+): Prepared {
   const id = randomUUID();
-  const { decision, execution, output, columns, approval, events } = decideSubmission(who, id, body, hash, state, now);
+  const { decision, execution, output, columns, approval, events, session } = decideSubmission(who, id, body, hash, state, now, sessions);
+  const facts: DecisionFacts = { v: 1, agent: state.agent!, session };
   const action: Insertable<ActionRequestsTable> = {
     id,
     org_id: who.orgId,
@@ -170,6 +210,7 @@ export function prepare(who: Submitter, key: string, body: ActionIn, hash: strin
     correlation_id: who.correlationId,
     created_at: now,
     decision_ms: decisionMs,
+    decision_facts: facts,
   };
   return {
     action,

@@ -8,6 +8,7 @@ import type { ActionIn, SubmissionOut } from '../actions.schemas.js';
 import type { OrgView } from '../snapshot.js';
 import type { ApprovalTokens } from './approval-tokens.js';
 import { decideSubmission, type Submitter } from './records.js';
+import type { SessionLedger } from './sessions.js';
 import { actionById, redeemAction } from './submission.repository.js';
 
 function toSubmission(a: ActionRow, approval: ApprovalRow | undefined, replayed: boolean): SubmissionOut {
@@ -66,12 +67,13 @@ export async function resubmit(
   now: Date,
   events: EvidenceEvent[],
   telemetry: TelemetryEvent[],
+  sessions: SessionLedger,
 ): Promise<SubmissionOut> {
   if (existing.request_hash !== hash) throw new ApiError('idempotency_conflict');
   let approval = await approvalOfAction(tx, existing.id, true);
   if (approval) approval = await expireIfDue(tx, approval, now);
   if (body.approval_token && approval) {
-    const redeemed = await redeem(tx, view, tokens, who, existing, approval, body, now, events, telemetry);
+    const redeemed = await redeem(tx, view, tokens, who, existing, approval, body, now, events, telemetry, sessions);
     if (redeemed) return redeemed;
   }
   return toSubmission(await actionById(tx, existing.id), approval, true);
@@ -94,6 +96,7 @@ async function redeem(
   now: Date,
   events: EvidenceEvent[],
   telemetry: TelemetryEvent[],
+  sessions: SessionLedger,
 ): Promise<SubmissionOut | undefined> {
   const token = body.approval_token!;
   if (approval.status !== 'approved' || approval.token_used_at || !tokens.matches(token, approval.id, approval.request_hash)) {
@@ -101,7 +104,7 @@ async function redeem(
   }
   const state = view.state(who.agentId, body.tool);
   if (!state.agent) return undefined;
-  const decided = decideSubmission(who, action.id, body, action.request_hash, state, now, approval);
+  const decided = decideSubmission(who, action.id, body, action.request_hash, state, now, sessions, approval);
   if (action.decision_ms !== null) telemetry.push(firstDecisionEvent(action, action.decision_ms));
   const updated = await redeemAction(tx, approval.id, action.id, { ...decided.columns, decision_ms: null }, now);
   events.push(...decided.events);

@@ -1,32 +1,82 @@
-import { sql, type CompiledQuery, type Insertable } from 'kysely';
+import { sql, type CompiledQuery, type Insertable, type QueryCreator } from 'kysely';
 import { prepared, type Db, type Tx } from '../../../db/database.js';
 import { insertAsJson } from '../../../db/json-rows.js';
-import type { ActionRequestsTable, ApprovalsTable } from '../../../db/schema.js';
+import type { ActionRequestsTable, AgentSessionsTable, ApprovalsTable, DB } from '../../../db/schema.js';
 import { alongside, chainedWrite, headForUpdate, lockedHead, type Chained, type ChainHead } from '../../evidence/index.js';
 import { notifyHoldersOf, type Notice } from '../../notifications/index.js';
 import { insertTelemetry, type TelemetryEvent } from '../../telemetry/index.js';
 import type { ActionRow } from '../actions.repository.js';
 import type { DecisionColumns } from './records.js';
+import type { SessionRow } from './sessions.js';
 
 export interface ProbeRow {
   version: string | null;
   taken: string[] | null;
   head: ChainHead | null;
+  /** The facts of the batch's sessions, as the probe's snapshot saw them (null: none stored, or not read). */
+  sessions: SessionRow[] | null;
 }
 
 /**
- * One statement: the organisation's registry version, which of the batch's (agent, key) pairs are
- * already taken, and, with `lock`, the evidence chain's head, locked for the transaction (null before the
- * organisation's first record). Sent with the batch's `begin`.
+ * The facts of `pairs`' sessions: a subquery of one JSON array, null when none is stored. One primary-key
+ * lookup a pair (the `limit` keeps the planner from joining on the organisation's prefix instead, which
+ * would read every session the organisation has whenever its statistics say there are few).
  */
-export function probeQuery(db: Db, orgId: string, pairs: Array<{ agentId: string; key: string }>, lock: boolean): CompiledQuery<ProbeRow> {
+const sessionsOf = (orgId: string, pairs: ReadonlyArray<{ agentId: string; session: string }>) => sql<SessionRow[] | null>`
+  (select json_agg(json_build_object('agent_id', k.agent_id, 'session_key', k.session_key, 'facts', s.facts))
+     from unnest(${pairs.map((p) => p.agentId)}::uuid[], ${pairs.map((p) => p.session)}::text[]) as k(agent_id, session_key)
+     cross join lateral (
+       select facts from agent_sessions
+       where org_id = ${orgId} and agent_id = k.agent_id and session_key = k.session_key
+       limit 1) s)`;
+
+/**
+ * One statement: the organisation's registry version, which of the batch's (agent, key) pairs are
+ * already taken, with `lock` the evidence chain's head, locked for the transaction (null before the
+ * organisation's first record), and the facts of `sessions` as they stand before the lock (the
+ * decisions' record of them; flow rules read them again behind the lock: readSessions). Sent with the
+ * batch's `begin`.
+ */
+export function probeQuery(
+  db: Db,
+  orgId: string,
+  pairs: Array<{ agentId: string; key: string }>,
+  lock: boolean,
+  sessions: ReadonlyArray<{ agentId: string; session: string }>,
+): CompiledQuery<ProbeRow> {
   return prepared(sql<ProbeRow>`
     select
       (select version from registry_versions where org_id = ${orgId}) as version,
       (select array_agg(a.agent_id || ' ' || a.idempotency_key)
          from unnest(${pairs.map((p) => p.agentId)}::uuid[], ${pairs.map((p) => p.key)}::text[]) as k(agent_id, key)
          join action_requests a on a.org_id = ${orgId} and a.agent_id = k.agent_id and a.idempotency_key = k.key) as taken,
-      ${lock ? headForUpdate(orgId) : sql`null`} as head`.compile(db));
+      ${lock ? headForUpdate(orgId) : sql`null`} as head,
+      ${sessions.length > 0 ? sessionsOf(orgId, sessions) : sql`null`} as sessions`.compile(db));
+}
+
+/**
+ * The facts of `pairs`' sessions, read by a statement of their own: in a transaction holding the
+ * organisation's chain head, every write of facts (made with the head's row, by batchWrite or
+ * appendEvidence) is then either committed and seen, or waiting for this transaction.
+ */
+export async function readSessions(tx: Tx, orgId: string, pairs: ReadonlyArray<{ agentId: string; session: string }>): Promise<SessionRow[]> {
+  if (pairs.length === 0) return [];
+  const { rows } = await sql<{ sessions: SessionRow[] | null }>`select ${sessionsOf(orgId, pairs)} as sessions`.execute(tx);
+  return rows[0]?.sessions ?? [];
+}
+
+/**
+ * The sessions' new facts (what this transaction's allowed calls add), merged into what is stored by
+ * merge_session_facts (migration 0021), so batches of one session written in any order add up.
+ */
+export function sessionsWrite(db: QueryCreator<DB>, rows: Insertable<AgentSessionsTable>[]) {
+  const insert = insertAsJson(db, 'agent_sessions', rows)!;
+  return insert.onConflict((oc) =>
+    oc.columns(['org_id', 'agent_id', 'session_key']).doUpdateSet({
+      facts: sql`merge_session_facts(agent_sessions.facts, excluded.facts)`,
+      last_at: sql`greatest(agent_sessions.last_at, excluded.last_at)`,
+    }),
+  );
 }
 
 /**
@@ -60,6 +110,7 @@ export function batchWrite(
   approvals: Insertable<ApprovalsTable>[],
   telemetry: TelemetryEvent[] = [],
   notices: Notice[] = [],
+  sessions: Insertable<AgentSessionsTable>[] = [],
 ): CompiledQuery {
   const write = chainedWrite(
     tx,
@@ -72,10 +123,11 @@ export function batchWrite(
       ...(approvals.length > 0 ? [alongside('approvals', (db) => db.insertInto('approvals').values(approvals))] : []),
       ...(notices.length > 0 ? [alongside('notified', (db) => notifyHoldersOf(db, orgId, 'approval:decide', notices, now))] : []),
       ...(telemetry.length > 0 ? [alongside('telemetry', (db) => insertTelemetry(db, orgId, telemetry))] : []),
+      ...(sessions.length > 0 ? [alongside('sessions', (db) => sessionsWrite(db, sessions))] : []),
     ],
     unlockedAfter,
   );
-  // Records and actions alone (the common batch) make a text that does not vary with the batch's size.
+  // Records, actions and sessions alone (the common batch) make a text that does not vary with the batch's size.
   return approvals.length + telemetry.length + notices.length === 0 ? prepared(write) : write;
 }
 

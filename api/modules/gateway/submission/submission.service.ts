@@ -21,7 +21,18 @@ import { requestHash, type ApprovalTokens } from './approval-tokens.js';
 import { GroupCommit, type Pipeline } from './group-commit.js';
 import { prepare, type Prepared, type Submitter } from './records.js';
 import { resubmit } from './replay.js';
-import { batchWrite, insertAction, lockActionByKey, lockHead, probed, probeQuery, type ProbeRow } from './submission.repository.js';
+import { SessionLedger, sessionPairs } from './sessions.js';
+import {
+  batchWrite,
+  insertAction,
+  lockActionByKey,
+  lockHead,
+  probed,
+  probeQuery,
+  readSessions,
+  sessionsWrite,
+  type ProbeRow,
+} from './submission.repository.js';
 
 export interface SubmissionDeps {
   db: Db;
@@ -153,17 +164,22 @@ export class SubmissionService {
    * it runs again alone.
    */
   private async runBatch(orgId: string, batch: Job[], pipeline: Pipeline<ChainHead>, alone = false): Promise<void> {
-    const { after, release, handOver } = pipeline;
-    const { db } = this.deps;
+    const { release, handOver } = pipeline;
+    const { db, snapshots } = this.deps;
+    // Flow rules read the sessions' facts behind the chain head's lock, so such an organisation's batch
+    // locks the head (waiting for the batch in flight to commit) instead of following that batch.
+    const flow = snapshots.readsSession(orgId);
+    const after = flow ? undefined : pipeline.after;
     this.deps.metrics?.batch(batch.length);
     const outcomes = new Map<Job, Outcome>();
+    const sessions = sessionPairs(batch.map((j) => j.who));
     try {
-      const probe = probeQuery(db, orgId, batch.map((j) => ({ agentId: j.who.agentId, key: j.key })), !after);
+      const probe = probeQuery(db, orgId, batch.map((j) => ({ agentId: j.who.agentId, key: j.key })), !after, flow ? [] : sessions);
       // The budgets' count and the probe go with `begin`, the write with `commit`: two round trips a batch.
       const part: BatchPart = {
         orgId,
         first: probe,
-        body: (tx, [row]) => this.decide(tx, orgId, batch, row, outcomes, pipeline),
+        body: (tx, [row]) => this.decide(tx, orgId, batch, row, sessions, outcomes, { after, release, handOver }),
         ahead: this.budgetCount(batch),
       };
       if (after || alone || !this.shared) {
@@ -204,12 +220,23 @@ export class SubmissionService {
    * replayed, redeemed) into `outcomes`, the evidence chained and signed, and the write to send with the
    * commit.
    */
-  private async decide(tx: Tx, orgId: string, batch: Job[], row: ProbeRow | undefined, outcomes: Map<Job, Outcome>, { after, release, handOver }: Pipeline<ChainHead>) {
+  private async decide(
+    tx: Tx,
+    orgId: string,
+    batch: Job[],
+    row: ProbeRow | undefined,
+    pairs: Array<{ agentId: string; session: string }>,
+    outcomes: Map<Job, Outcome>,
+    { after, release, handOver }: Pipeline<ChainHead>,
+  ) {
     const { clock, evidence, snapshots } = this.deps;
     const now = clock.now();
     for (const job of batch) if (job.budget?.refusal) outcomes.set(job, { error: job.budget.refusal });
     const { version, taken, head: locked, created } = await probed(tx, orgId, row, !after);
     const view = await snapshots.load(tx, orgId, batch.map((j) => j.who.agentId), version);
+    // A flow rule published since this batch chose to follow the one in flight: again, locking the head.
+    if (view.readsSession && !locked) throw new HeadMoved();
+    const sessions = new SessionLedger(view.readsSession ? await readSessions(tx, orgId, pairs) : (row?.sessions ?? []));
     const fresh: Prepared[] = [];
     // Redemptions' telemetry events, written in the batch's one statement (a first decision's is its action row).
     const telemetry: TelemetryEvent[] = [];
@@ -237,7 +264,7 @@ export class SubmissionService {
         outcomes.set(job, { error: notFound('No such agent.') });
         continue;
       }
-      const prepared = prepare(job.who, job.key, job.body, hash, state, now, (job.decidedMs = sinceArrival(job.arrived)));
+      const prepared = prepare(job.who, job.key, job.body, hash, state, now, (job.decidedMs = sinceArrival(job.arrived)), sessions);
       fresh.push(prepared);
       inBatch.set(pair, prepared);
       outcomes.set(job, { ok: prepared.result });
@@ -247,7 +274,7 @@ export class SubmissionService {
     const events: EvidenceEvent[] = [];
     for (const job of oneByOne) {
       try {
-        outcomes.set(job, { ok: await this.process(tx, view, job, now, events, telemetry) });
+        outcomes.set(job, { ok: await this.process(tx, view, job, now, events, telemetry, sessions) });
       } catch (err) {
         // A refusal (idempotency conflict, unknown agent) happens before its job writes anything.
         if (!(err instanceof ApiError)) throw err;
@@ -282,6 +309,7 @@ export class SubmissionService {
       fresh.flatMap((f) => (f.approval ? [f.approval] : [])),
       telemetry,
       fresh.flatMap((f) => (f.notice ? [f.notice] : [])),
+      sessions.rows(orgId, now),
     );
     return { last, written: () => handOver(chained.head), result: undefined };
   }
@@ -315,9 +343,14 @@ export class SubmissionService {
         const events: EvidenceEvent[] = [];
         const telemetry: TelemetryEvent[] = [];
         const view = await snapshots.load(tx, who.orgId, [who.agentId]);
-        const result = await this.process(tx, view, job, now, events, telemetry);
+        // Flow rules read the session's facts behind the chain head's lock (see decide).
+        if (view.readsSession) await lockHead(tx, who.orgId);
+        const sessions = new SessionLedger(await readSessions(tx, who.orgId, sessionPairs([who])));
+        const result = await this.process(tx, view, job, now, events, telemetry, sessions);
         await appendEvidence(tx, evidence, who.orgId, events, now);
         await recordTelemetry(tx, who.orgId, telemetry);
+        const rows = sessions.rows(who.orgId, now);
+        if (rows.length > 0) await sessionsWrite(tx, rows).execute();
         return result;
       });
     try {
@@ -339,12 +372,13 @@ export class SubmissionService {
     now: Date,
     events: EvidenceEvent[],
     telemetry: TelemetryEvent[],
+    sessions: SessionLedger,
   ): Promise<SubmissionOut> {
     const { who, key, body } = job;
     const hash = requestHash(body);
     const existing = await lockActionByKey(tx, who.orgId, who.agentId, key);
     if (existing) {
-      const result = await resubmit(tx, view, this.deps.tokens, who, existing, body, hash, now, events, telemetry);
+      const result = await resubmit(tx, view, this.deps.tokens, who, existing, body, hash, now, events, telemetry, sessions);
       // Not a replay: a redemption, a decision of its own.
       if (!result.replayed) {
         job.decidedMs = sinceArrival(job.arrived);
@@ -355,7 +389,7 @@ export class SubmissionService {
 
     const state = view.state(who.agentId, body.tool);
     if (!state.agent) throw notFound('No such agent.');
-    const prepared = prepare(who, key, body, hash, state, now, (job.decidedMs = sinceArrival(job.arrived)));
+    const prepared = prepare(who, key, body, hash, state, now, (job.decidedMs = sinceArrival(job.arrived)), sessions);
     await insertAction(tx, prepared.action, prepared.approval, prepared.notice, now);
     events.push(...prepared.events);
     return prepared.result;
