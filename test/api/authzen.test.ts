@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addMember, api, asOwner, onboardAdmin, setPlan, startTestApp, TestClock, type TestApp } from '../support/harness.js';
+import { addMember, api, asOwner, onboardAdmin, publishRulesAsOwner, setPlan, startTestApp, TestClock, type TestApp } from '../support/harness.js';
 
 type Admin = Awaited<ReturnType<typeof onboardAdmin>>;
 type Json = Record<string, any>;
@@ -224,20 +224,8 @@ describe('AuthZEN evaluation endpoints', () => {
 
     it('puts evaluations with context.session_id in that session, the one POST /actions names with Tollgate-Session', async () => {
       // A published rule that stops a third lookup in one session (flow rules, docs/policies.md).
-      const policyId = crypto.randomUUID();
       const rule = { id: 'R-1', effect: 'deny', reason_code: 'LOOKUPS_PER_SESSION', conditions: [{ field: 'session.same_tool_calls', op: 'gte', value: 2 }] };
-      await asOwner(t, async (c) => {
-        await c.query(`insert into policies (id, org_id, key, name, status, latest_version, published_version) values ($1, $2, 'pol-session', 'Session test', 'active', 1, 1)`, [
-          policyId,
-          admin.tenant.id,
-        ]);
-        await c.query(`insert into policy_versions (id, org_id, policy_id, number, rules) values ($1, $2, $3, 1, $4)`, [
-          crypto.randomUUID(),
-          admin.tenant.id,
-          policyId,
-          JSON.stringify([rule]),
-        ]);
-      });
+      const policy = await publishRulesAsOwner(t, admin.tenant.id, 'pol-session', [rule]);
       try {
         const inSession = (id: string) => lookup({ context: { session_id: id } });
         const session = `s-${key()}`;
@@ -255,7 +243,7 @@ describe('AuthZEN evaluation endpoints', () => {
         // Another session starts afresh.
         expect((await post(EVALUATION, inSession(`s-${key()}`))).json().decision).toBe(true);
       } finally {
-        await asOwner(t, (c) => c.query(`update policies set status = 'inactive' where id = $1`, [policyId]));
+        await policy.retire();
       }
     });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addMember, api, asOwner, onboardAdmin, setPlan, startTestApp, TestClock, type TestApp } from '../support/harness.js';
+import { addMember, api, asOwner, onboardAdmin, publishRulesAsOwner, setPlan, startTestApp, TestClock, type TestApp } from '../support/harness.js';
 
 type Admin = Awaited<ReturnType<typeof onboardAdmin>>;
 type Json = Record<string, any>;
@@ -206,20 +206,8 @@ describe('MCP ext_authz check (HTTP service mode)', () => {
     });
 
     it("puts the call in the agent's Tollgate-Session, the session POST /actions names", async () => {
-      const policyId = crypto.randomUUID();
       const rule = { id: 'R-1', effect: 'deny', reason_code: 'LOOKUPS_PER_SESSION', conditions: [{ field: 'session.same_tool_calls', op: 'gte', value: 2 }] };
-      await asOwner(t, async (c) => {
-        await c.query(`insert into policies (id, org_id, key, name, status, latest_version, published_version) values ($1, $2, 'pol-ext-session', 'Session test', 'active', 1, 1)`, [
-          policyId,
-          admin.tenant.id,
-        ]);
-        await c.query(`insert into policy_versions (id, org_id, policy_id, number, rules) values ($1, $2, $3, 1, $4)`, [
-          crypto.randomUUID(),
-          admin.tenant.id,
-          policyId,
-          JSON.stringify([rule]),
-        ]);
-      });
+      const policy = await publishRulesAsOwner(t, admin.tenant.id, 'pol-ext-session', [rule]);
       try {
         const session = `s-${key()}`;
         const inSession = () => envoy('crm', call(1, 'lookup_customer'), { headers: { 'tollgate-session': session } });
@@ -237,7 +225,7 @@ describe('MCP ext_authz check (HTTP service mode)', () => {
         // Another session starts afresh.
         expect((await envoy('crm', call(1, 'lookup_customer'), { headers: { 'tollgate-session': `s-${key()}` } })).statusCode).toBe(200);
       } finally {
-        await asOwner(t, (c) => c.query(`update policies set status = 'inactive' where id = $1`, [policyId]));
+        await policy.retire();
       }
     });
   });

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
@@ -214,6 +214,24 @@ export async function asOwner<T>(t: { ownerUrl: string }, fn: (c: pg.Client) => 
   } finally {
     await c.end();
   }
+}
+
+/**
+ * Publishes `rules` as the first version of a new active policy `key`, written as the schema's owner: for a
+ * test about what a published rule does, not about publishing (which needs a second person). Answers the
+ * policy's id, and `retire` to make it inactive again.
+ */
+export async function publishRulesAsOwner(t: { ownerUrl: string }, orgId: string, key: string, rules: unknown[]) {
+  const policyId = randomUUID();
+  await asOwner(t, async (c) => {
+    await c.query(`insert into policies (id, org_id, key, name, status, latest_version, published_version) values ($1, $2, $3, $3, 'active', 1, 1)`, [
+      policyId,
+      orgId,
+      key,
+    ]);
+    await c.query(`insert into policy_versions (id, org_id, policy_id, number, rules) values ($1, $2, $3, 1, $4)`, [randomUUID(), orgId, policyId, JSON.stringify(rules)]);
+  });
+  return { policyId, retire: () => asOwner(t, (c) => c.query(`update policies set status = 'inactive' where id = $1`, [policyId])) };
 }
 
 /** Moves an organisation to another plan, as billing would (no operation of the API sets plans). */
