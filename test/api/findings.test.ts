@@ -132,6 +132,25 @@ describe('findings', () => {
       expect(borrowed).toEqual(expect.any(String));
       expect((await admin.client.get(api(`/findings?cursor=${encodeURIComponent(borrowed)}`))).json().error.code).toBe('invalid_cursor');
     });
+
+    it('pages through findings a detector opened in one transaction without giving a time', async () => {
+      const other = await onboardAdmin(t.app, 'Same Instant Org');
+      const org = other.tenant.id;
+      // One transaction: without an explicit time they would share the database's microsecond now().
+      const opened = await inScope(t.database.db, { orgId: org }, async (tx) => {
+        const out: string[] = [];
+        for (const k of ['s1', 's2', 's3']) out.push((await openFinding(tx, org, { category: 'x_test', severity: 'low', title: k, description: '', evidence: {}, dedupe_key: k })).id);
+        return out;
+      });
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: { items: Array<{ id: string }>; next_cursor: string | null } = (await other.client.get(api(`/findings?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`))).json();
+        seen.push(...page.items.map((f) => f.id));
+        cursor = page.next_cursor;
+      } while (cursor && seen.length < 10);
+      expect(seen.sort()).toEqual([...opened].sort());
+    });
   });
 
   describe('GET /findings/{id}', () => {

@@ -25,7 +25,7 @@ export interface OpenFindingInput {
    * key is open or in progress, another is not opened; once it is closed, the next one opens.
    */
   dedupe_key: string;
-  /** When it is opened (the run's clock); the database's time when absent. */
+  /** When it is opened (the run's clock); the process's clock when absent. */
   now?: Date;
 }
 
@@ -63,6 +63,7 @@ async function notifySecurityStaff(tx: Tx, orgId: string, id: string, f: OpenFin
 }
 
 async function insertUnlessOpen(tx: Tx, orgId: string, f: OpenFindingInput): Promise<string | undefined> {
+  const at = f.now ?? new Date();
   const inserted = await tx
     .insertInto('findings')
     .values({
@@ -78,7 +79,10 @@ async function insertUnlessOpen(tx: Tx, orgId: string, f: OpenFindingInput): Pro
       tool_id: f.tool_id ?? null,
       run_id: f.run_id ?? null,
       dedupe_key: f.dedupe_key,
-      ...(f.now ? { created_at: f.now, updated_at: f.now } : {}),
+      // Always the application's time, to the millisecond as the list's cursor keeps it: the database's now()
+      // has microseconds, and a cursor rounded below them would skip the rest of the page's second.
+      created_at: at,
+      updated_at: at,
     })
     .onConflict((oc) => oc.columns(['org_id', 'dedupe_key']).where(HOLDS_KEY).doNothing())
     .returning('id')
