@@ -85,6 +85,15 @@ module.exports = {
       to: { path: '^api/', pathNot: '^api/modules/[^/]+/[^/]+\\.schemas\\.ts$' },
     },
     {
+      name: 'console-stands-alone',
+      severity: 'error',
+      comment:
+        'The web console runs in the browser and reaches the API over HTTP only, through its client typed from ' +
+        'docs/openapi.json (console/src/api/); it imports nothing of the server, the processes or lib/.',
+      from: { path: '^console/' },
+      to: { path: '^(api|controller|sidecar|client|worker|lib|scripts|bench|test)/|^cli\\.ts$' },
+    },
+    {
       name: 'lib-is-a-leaf',
       severity: 'error',
       comment: 'lib/ holds what every process shares (the clock); it imports nothing of the project.',

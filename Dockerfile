@@ -7,7 +7,7 @@
 #   docker buildx imagetools inspect node:20-bookworm-slim --format '{{json .Manifest.Digest}}'
 #   (or: skopeo inspect --raw docker://node:20-bookworm-slim | sha256sum)
 
-# -- Build: the dev dependencies (TypeScript) compile the sources into dist/, with the data files the code reads
+# -- Build: the dev dependencies (TypeScript, Vite) compile the sources and the web console into dist/, with the data files the code reads
 # at run time copied beside the compiled modules (package.json's `build` script, the Makefile's dist/cli.js rule).
 FROM node:20-bookworm-slim@sha256:2cf067cfed83d5ea958367df9f966191a942351a2df77d6f0193e162b5febfc0 AS build
 WORKDIR /src
@@ -20,6 +20,9 @@ COPY client ./client
 COPY controller ./controller
 COPY sidecar ./sidecar
 COPY worker ./worker
+# The web console, typed from the OpenAPI document and built into dist/console (served by `tollgate api` at /).
+COPY docs/openapi.json ./docs/openapi.json
+COPY console ./console
 RUN npm run build
 
 # -- Runtime: production dependencies only, installed from the lockfile here rather than copied from the build

@@ -1,7 +1,7 @@
 # Tollgate. `make` lists the targets.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help deps postgres kube build run test bench lint imports docs clean
+.PHONY: help deps postgres kube console build run test bench lint imports docs clean
 
 NPM_STAMP := node_modules/.package-lock.json
 SOURCES := $(shell find lib api client controller sidecar worker -name '*.ts' 2>/dev/null) cli.ts tsconfig.json
@@ -51,18 +51,40 @@ pdftools: ## install poppler-utils (pdftoppm, pdftotext) and jq for the report a
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils jq >/dev/null; \
 	else echo "install poppler-utils and jq" >&2; exit 1; fi
 
+.PHONY: chromium
+chromium: ## install Debian's Chromium for the console's browser tests when missing (or set CHROMIUM_PATH)
+	@if [ -n "$$CHROMIUM_PATH" ] || [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "install chromium (Debian's package), or set CHROMIUM_PATH to a Chromium" >&2; exit 1; fi
+
 dist/cli.js: $(NPM_STAMP) $(SOURCES) $(FRAMEWORKS) $(PRICING)
 	npx tsc -p tsconfig.json
 	@mkdir -p dist/api/modules/governance/frameworks && cp $(FRAMEWORKS) dist/api/modules/governance/frameworks/
 	@cp $(PRICING) dist/api/modules/public/
 	@touch $@
 
-build: dist/cli.js ## compile TypeScript into dist/
+# The web console (console/): typed from docs/openapi.json, so an API change it does not follow fails here.
+CONSOLE_SOURCES := $(shell find console -type f -not -name '*.gen.ts' 2>/dev/null)
+console/src/api/schema.gen.ts: docs/openapi.json $(NPM_STAMP)
+	npx openapi-typescript docs/openapi.json -o $@ >/dev/null
+
+dist/console/index.html: $(NPM_STAMP) console/src/api/schema.gen.ts $(CONSOLE_SOURCES)
+	npx tsc -p console/tsconfig.json
+	npx vite build --config console/vite.config.ts --logLevel warn
+
+console: dist/console/index.html ## build the web console into dist/console (tollgate api serves it at /)
+
+.PHONY: screenshots
+screenshots: build chromium ## save the console's main pages into docs/console/ (a demo organisation on an in-memory database)
+	node --import tsx scripts/console-screenshots.ts
+
+build: dist/cli.js dist/console/index.html ## compile TypeScript into dist/, and build the web console
 
 run: build ## start the API on http://127.0.0.1:8080 (embedded database in ./.data, demo organisation, dev sign-in)
 	SEED_DEMO=$${SEED_DEMO:-true} node dist/cli.js api
 
-test: build imports postgres kube helm schemathesis pdftools ## run every test (starts a throwaway PostgreSQL unless DATABASE_URL is set, and a Kubernetes API server)
+test: build imports postgres kube helm schemathesis pdftools chromium ## run every test (starts a throwaway PostgreSQL unless DATABASE_URL is set, and a Kubernetes API server)
 	@mkdir -p .cache
 	@rm -f .cache/vitest.json
 	@status=0; npx vitest run --reporter=default --reporter=json --outputFile.json=.cache/vitest.json || status=$$?; \
@@ -76,7 +98,7 @@ lint: deps imports ## type-check the code, tests and scripts, and check the impo
 	npx tsc -p tsconfig.check.json --noEmit
 
 imports: deps ## check the import rules of .dependency-cruiser.cjs (layers, no cycles; docs/architecture.md)
-	npx depcruise --config .dependency-cruiser.cjs --output-type err-long cli.ts lib api client controller sidecar worker scripts bench test
+	npx depcruise --config .dependency-cruiser.cjs --output-type err-long cli.ts lib api client controller sidecar worker scripts bench test console
 
 docs: deps ## regenerate docs/openapi.json, the role matrix of docs/roles.md and the CRDs in crds/
 	npx tsx scripts/gen-docs.ts

@@ -8,6 +8,7 @@ import { systemClock, type Clock } from '../lib/clock.js';
 import type { Config } from './config.js';
 import { poolOf, type Db } from './db/database.js';
 import { registerAuthentication } from './platform/auth.js';
+import { builtInConsoleDir, registerConsole } from './platform/console.js';
 import { ApiError } from './platform/errors.js';
 import { clientErrorHandler, CORRELATION_HEADER, frameworkErrors, registerErrorHandler } from './platform/error-handler.js';
 import { jsonBodyParser, registerInputBoundary } from './platform/input.js';
@@ -172,6 +173,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const text = await app.deps.metrics.scrape();
       return reply.type(app.deps.metrics.contentType).send(text);
     });
+  }
+
+  // The web console at `/` (console/, built into dist/console), when it is built.
+  const consoleDir = config.consoleDir ?? builtInConsoleDir();
+  if (!(await registerConsole(app, consoleDir)) && config.consoleDir !== undefined) {
+    app.log.warn({ console_dir: config.consoleDir }, 'CONSOLE_DIR holds no index.html: the web console is not served');
   }
 
   await app.register(apiRoutes, { prefix: API_PREFIX });

@@ -28,6 +28,7 @@ const envSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: int(0, 65535).default(8080),
   DATA_DIR: z.string().min(1).default('./.data'),
+  CONSOLE_DIR: optionalString,
   DATABASE_URL: optionalString,
   MIGRATION_DATABASE_URL: optionalString,
   DATABASE_RUNTIME_ROLE: z
@@ -151,6 +152,8 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /** The built web console `tollgate api` serves at `/`; unset: the one built into the package (dist/console). */
+  consoleDir: string | undefined;
   databaseUrl: string | undefined;
   migrationDatabaseUrl: string | undefined;
   runtimeRole: string;
@@ -271,6 +274,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: e.HOST,
     port: e.PORT,
     dataDir: e.DATA_DIR,
+    consoleDir: e.CONSOLE_DIR,
     databaseUrl: e.DATABASE_URL,
     migrationDatabaseUrl: e.MIGRATION_DATABASE_URL ?? e.DATABASE_URL,
     runtimeRole: e.DATABASE_RUNTIME_ROLE,

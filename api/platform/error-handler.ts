@@ -192,7 +192,8 @@ export function registerErrorHandler(app: FastifyInstance): void {
 
   app.setNotFoundHandler((req, reply) => {
     const allowed = routes.allowed(req.url.split('?')[0]!);
-    if (allowed.length > 0) {
+    // A route of this method that found nothing (a missing static asset) is a 404, not a 405.
+    if (allowed.length > 0 && !allowed.includes(req.method)) {
       reply.header('allow', allowed.join(', '));
       const message = `${req.method} is not an operation of this path; it takes ${allowed.join(', ')}.`;
       return answer(new ApiError('method_not_allowed', message), req, reply);

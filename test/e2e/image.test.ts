@@ -394,7 +394,7 @@ describe('the image reproduced in a temp dir: its runtime stage starts every com
     expect(stdout.trim(), 'specifiers that do not resolve in the runtime tree').toBe('');
   });
 
-  it('api: the embedded database under DATA_DIR, /healthz and /readyz, sign-in, the data files, registry writes', async () => {
+  it('api: the embedded database under DATA_DIR, /healthz and /readyz, the web console, sign-in, the data files, registry writes', async () => {
     const port = await freePort();
     const api = tollgate('api', { PORT: String(port), LOG_LEVEL: 'warn', ALLOW_PRIVATE_ENDPOINTS: 'true' });
     apiUrl = `http://127.0.0.1:${port}`;
@@ -402,6 +402,14 @@ describe('the image reproduced in a temp dir: its runtime stage starts every com
     expect((await fetch(`${apiUrl}/healthz`)).status).toBe(200);
     expect((await fetch(`${apiUrl}/readyz`)).status).toBe(200);
     expect(existsSync(path.join(dir, 'data', 'pgdata'))).toBe(true);
+    // The web console the build stage bundled (dist/console), served at / with the strict policy.
+    const page = await fetch(`${apiUrl}/approvals`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(await page.text())?.[1];
+    expect(script, 'the page names its script').toBeDefined();
+    expect((await fetch(`${apiUrl}${script}`)).headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
 
     const http = new HttpClient(`${apiUrl}/api/v1`);
     expect((await http.post('/auth/dev-login', { email: 'image@example.com' })).status).toBe(200);

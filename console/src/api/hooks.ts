@@ -1,0 +1,31 @@
+import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { api, must } from './client';
+
+/**
+ * A cursor-paged list of the API (`limit` and `next_cursor`): the pages so far, and `fetchNextPage`
+ * for "Load more". `key` must change with the filters; `refetchInterval` keeps the pages live.
+ */
+export function usePaged<T>(
+  key: readonly unknown[],
+  fetchPage: (cursor: string | undefined) => Promise<{ items: T[]; next_cursor?: string | null }>,
+  opts: { refetchInterval?: number | false } = {},
+) {
+  const q = useInfiniteQuery({
+    refetchInterval: opts.refetchInterval ?? false,
+    queryKey: key,
+    queryFn: ({ pageParam }) => fetchPage(pageParam),
+    initialPageParam: undefined as string | undefined,
+    getNextPageParam: (last) => last.next_cursor ?? undefined,
+  });
+  return { ...q, rows: q.data?.pages.flatMap((p) => p.items) ?? [] };
+}
+
+/** One agent, shared by every page that names an agent by its ID (cached for a minute). */
+export function useAgent(agentId: string | undefined) {
+  return useQuery({
+    queryKey: ['agent', agentId],
+    queryFn: () => must(api.GET('/agents/{agent_id}', { params: { path: { agent_id: agentId! } } })),
+    enabled: agentId !== undefined,
+    staleTime: 60_000,
+  });
+}
