@@ -157,6 +157,23 @@ describe('OpenID Connect sign-in', () => {
     expect(res.json().csrf_token).toBe(client.csrf);
   });
 
+  it('sends a refused browser to the console’s sign-in page with the reason, and opens no session', async () => {
+    const admin = await onboardAdmin(t.app);
+    const client = new Client(t.app);
+    const callback = await toCallback(client, account(admin.email, ['pwd']));
+    const res = await client.get(callback, { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' });
+    expect(res.statusCode).toBe(302);
+    expect(res.headers.location).toBe('/sign-in?sign_in_error=mfa_required');
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(client.cookies.has('tollgate_session')).toBe(false);
+    expect(client.cookies.has(OIDC_FLOW_COOKIE)).toBe(false);
+    // The same callback again: the attempt is spent, and the page is told so.
+    const again = await client.get(callback, { accept: 'text/html' });
+    expect(again.headers.location).toBe('/sign-in?sign_in_error=no_sign_in_in_progress');
+    const refused = (await auditOf(admin.client, 'auth.signin')).filter((e) => e.actor.id === admin.userId);
+    expect(refused).toMatchObject([{ outcome: 'denied', details: { reason: 'mfa_required' } }]);
+  });
+
   it('refuses a sign-in without MFA with a clear message and an audit entry, and opens no session', async () => {
     const admin = await onboardAdmin(t.app);
     const client = new Client(t.app);

@@ -254,37 +254,48 @@ async function oidcRoutes(app: FastifyInstance, rp: OidcRelyingParty): Promise<v
           'requires multi-factor authentication. A person with an organisation gets a session; one without gets ' +
           'the onboarding cookie. A browser gets 302 to the checked return_to; a caller that accepts only ' +
           'application/json gets 200 with the result. Refusals answer the error envelope: 401 when the sign-in ' +
-          'cannot be completed, 403 without multi-factor authentication or for a disabled account.',
+          'cannot be completed, 403 without multi-factor authentication or for a disabled account; a browser ' +
+          "(Accept: text/html) is sent instead to the console's /sign-in?sign_in_error=<reason>, which says why.",
         tags,
         querystring: callbackQuery,
         response: { 200: callbackOut, 302: redirectOut },
       },
     },
     async (req, reply) => {
-      const flow = flowOf(req);
-      // One attempt, one callback: the cookie goes whatever the outcome.
-      clearFlow(reply);
-      reply.header('cache-control', 'no-store');
-      if (!flow) throw signInFailed('no_sign_in_in_progress', 'No sign-in is in progress in this browser, or it took too long; start it again.');
-      const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
-      const claims = await rp.finish(query, flow);
-      const { person, session, org } = await oidcSignIn(db, claims, {
-        settings: config.oidcSignIn,
-        now: clock.now(),
-        sessionTtlSeconds: config.sessionTtlSeconds,
-        correlationId: req.id,
-      });
-      const user = { id: person.id, email: person.email, display_name: person.display_name };
-      let result;
-      if (session) {
-        setSessionCookies(app, reply, session);
-        result = { status: 'signed_in' as const, user, tenant: org ? toTenant(org) : null, csrf_token: session.csrfToken, return_to: flow.returnTo };
-      } else {
-        const { csrfToken } = setOnboardingCookies(app, reply, { id: person.id });
-        result = { status: 'onboarding' as const, user, tenant: null, csrf_token: csrfToken, return_to: flow.returnTo };
+      try {
+        const flow = flowOf(req);
+        // One attempt, one callback: the cookie goes whatever the outcome.
+        clearFlow(reply);
+        reply.header('cache-control', 'no-store');
+        if (!flow) throw signInFailed('no_sign_in_in_progress', 'No sign-in is in progress in this browser, or it took too long; start it again.');
+        const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
+        const claims = await rp.finish(query, flow);
+        const { person, session, org } = await oidcSignIn(db, claims, {
+          settings: config.oidcSignIn,
+          now: clock.now(),
+          sessionTtlSeconds: config.sessionTtlSeconds,
+          correlationId: req.id,
+        });
+        const user = { id: person.id, email: person.email, display_name: person.display_name };
+        let result;
+        if (session) {
+          setSessionCookies(app, reply, session);
+          result = { status: 'signed_in' as const, user, tenant: org ? toTenant(org) : null, csrf_token: session.csrfToken, return_to: flow.returnTo };
+        } else {
+          const { csrfToken } = setOnboardingCookies(app, reply, { id: person.id });
+          result = { status: 'onboarding' as const, user, tenant: null, csrf_token: csrfToken, return_to: flow.returnTo };
+        }
+        if (wantsJson(req)) return result;
+        return reply.redirect(flow.returnTo, 302);
+      } catch (err) {
+        // A person's browser gets the console's sign-in page saying why, not a JSON envelope (a refusal of a
+        // known person is audited where it is decided). Only the reason code travels in the address.
+        if (!(err instanceof ApiError) || !(req.headers.accept ?? '').includes('text/html')) throw err;
+        const reason = (err.details as { reason?: unknown } | null)?.reason;
+        const code = typeof reason === 'string' && /^[a-z0-9_]{1,100}$/.test(reason) ? reason : err.code;
+        req.log.info({ code: err.code, reason: code }, 'sign-in refused; the browser is sent to the sign-in page');
+        return reply.redirect(`/sign-in?sign_in_error=${encodeURIComponent(code)}`, 302);
       }
-      if (wantsJson(req)) return result;
-      return reply.redirect(flow.returnTo, 302);
     },
   );
 }
