@@ -224,7 +224,7 @@ describe('console: actions and evidence', () => {
     const decisions = page.getByRole('table', { name: 'Decisions, newest first' });
     await expect.poll(() => decisions.getByRole('row').count()).toBe(2);
     expect(await decisions.textContent()).toContain('PERMISSION_NOT_GRANTED');
-    await page.getByRole('tab', { name: 'Executions' }).click();
+    await page.getByRole('button', { name: 'Executions', exact: true }).click();
     const executions = page.getByRole('table', { name: 'Executions, most recent first' });
     await expect.poll(() => executions.getByRole('row').count()).toBe(3);
     await expectAccessible(page, 'the executions');
@@ -269,7 +269,7 @@ describe('console: actions and evidence', () => {
     await signIn(page, admin.email, '/actions');
     await page.getByText('No action yet: the tool calls agents propose to the gateway show here.').waitFor();
     await expectAccessible(page, 'the empty actions list');
-    await page.getByRole('tab', { name: 'Decisions' }).click();
+    await page.getByRole('button', { name: 'Decisions', exact: true }).click();
     await page.getByText('No decision yet.').waitFor();
     expect(page.url()).toBe(`${t.url}/actions?view=decisions`);
     // An action of another organisation (or none) is not found, said in words with the correlation ID.

@@ -289,7 +289,7 @@ describe('console: governance and reports', () => {
     await bobDialog.getByLabel('Note (required)').fill('Accepted until the panel exists.');
     await bobDialog.getByRole('button', { name: 'Approve' }).click();
     await b.page.getByRole('status').filter({ hasText: `The exception “${title}” is approved.` }).waitFor();
-    await b.page.getByRole('tab', { name: 'Approved' }).click();
+    await b.page.getByRole('button', { name: 'Approved', exact: true }).click();
     await b.page.getByRole('table', { name: 'Exceptions' }).getByRole('row').filter({ hasText: title }).getByText('approved', { exact: true }).waitFor();
     await expectAccessible(b.page, 'an approved exception');
     expect((await admin.client.get(api('/exceptions'))).json().items[0]).toMatchObject({ status: 'approved', decided_by: bob.userId, decision_note: 'Accepted until the panel exists.' });
@@ -410,7 +410,7 @@ describe('console: governance and reports', () => {
       await page.getByText(empty).waitFor();
       await expectAccessible(page, `${tab}, empty`);
     }
-    await page.getByRole('tab', { name: 'Cancelled' }).click();
+    await page.getByRole('button', { name: 'Cancelled', exact: true }).click();
     await page.getByText('No cancelled task.').waitFor();
     expect(problems.errors).toEqual([]);
     await context.close();

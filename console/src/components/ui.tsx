@@ -178,6 +178,32 @@ export function DataTable<T>({ caption, columns, rows, rowKey }: { caption: stri
   );
 }
 
+/**
+ * Which view of a list to show (a status, a kind): toggle buttons in a named group, the chosen one pressed.
+ * Not tabs: they filter one list in place rather than switch between panels.
+ */
+export function ChoiceButtons<T extends string | undefined>({
+  label,
+  options,
+  current,
+  onPick,
+}: {
+  label: string;
+  options: Array<{ value: T; label: string }>;
+  current: T;
+  onPick: (value: T) => void;
+}) {
+  return (
+    <div className="tabs" role="group" aria-label={label}>
+      {options.map((o) => (
+        <button key={o.value ?? ''} type="button" aria-pressed={o.value === current} onClick={() => onPick(o.value)}>
+          {o.label}
+        </button>
+      ))}
+    </div>
+  );
+}
+
 /** "Load more" under a list of usePaged: the next page, its loading, and its failure shown where it happened. */
 export function LoadMore({
   list,

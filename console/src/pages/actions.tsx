@@ -4,7 +4,7 @@ import { Link, Route, Routes, useParams, useSearchParams } from 'react-router';
 import { api, ApiFailure, must, type Paths } from '../api/client';
 import { useAgent, usePaged } from '../api/hooks';
 import { ConfirmDialog } from '../components/confirm';
-import { Badge, DataTable, ErrorPanel, Facts, Field, JsonView, Loading, LoadMore, PageHeader, QueryView, Section, StateBadge, Time } from '../components/ui';
+import { Badge, ChoiceButtons, DataTable, ErrorPanel, Facts, Field, JsonView, Loading, LoadMore, PageHeader, QueryView, Section, StateBadge, Time } from '../components/ui';
 import { useSession } from '../session';
 import './actions.css';
 
@@ -92,13 +92,7 @@ function ActionsIndex() {
   return (
     <>
       <PageHeader title="Actions and decisions" description="Every tool call an agent proposed to the gateway, the decision taken and what ran." />
-      <div className="tabs" role="tablist" aria-label="View">
-        {VIEWS.map((v) => (
-          <button key={v.key} type="button" role="tab" aria-selected={v.key === view} onClick={() => pick(v.key)}>
-            {v.label}
-          </button>
-        ))}
-      </div>
+      <ChoiceButtons label="View" options={VIEWS.map((v) => ({ value: v.key, label: v.label }))} current={view} onPick={pick} />
       {view === 'actions' ? <ActionList /> : view === 'decisions' ? <DecisionList /> : <ExecutionList />}
     </>
   );

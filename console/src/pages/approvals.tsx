@@ -4,7 +4,7 @@ import { Link, Route, Routes, useParams, useSearchParams } from 'react-router';
 import { api, ApiFailure, must, type Paths } from '../api/client';
 import { useAgent, usePaged } from '../api/hooks';
 import { ConfirmDialog } from '../components/confirm';
-import { Badge, DataTable, ErrorPanel, Facts, JsonView, Loading, LoadMore, PageHeader, QueryView, Section, StateBadge, Time } from '../components/ui';
+import { Badge, ChoiceButtons, DataTable, ErrorPanel, Facts, JsonView, Loading, LoadMore, PageHeader, QueryView, Section, StateBadge, Time } from '../components/ui';
 import { useSession } from '../session';
 
 type Status = NonNullable<NonNullable<Paths['/approvals']['get']['parameters']['query']>['status']>;
@@ -41,13 +41,12 @@ function Inbox() {
   return (
     <>
       <PageHeader title="Approvals" description="Tool calls held for a person's decision. Pending requests refresh by themselves." />
-      <div className="tabs" role="tablist" aria-label="Status">
-        {STATUSES.map((s) => (
-          <button key={s} type="button" role="tab" aria-selected={s === status} onClick={() => setParams(s === 'pending' ? {} : { status: s })}>
-            {s[0]!.toUpperCase() + s.slice(1)}
-          </button>
-        ))}
-      </div>
+      <ChoiceButtons
+        label="Status"
+        options={STATUSES.map((s) => ({ value: s, label: s[0]!.toUpperCase() + s.slice(1) }))}
+        current={status}
+        onPick={(s) => setParams(s === 'pending' ? {} : { status: s })}
+      />
       <QueryView query={{ ...list, data: list.rows }} isEmpty={(rows) => rows.length === 0} empty={status === 'pending' ? 'No request is waiting for a decision.' : `No ${status} requests.`}>
         {(rows) => (
           <>

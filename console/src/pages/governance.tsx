@@ -4,7 +4,7 @@ import { Link, NavLink, Route, Routes, useParams, useSearchParams } from 'react-
 import { api, must, type Paths } from '../api/client';
 import { useAgent, usePaged } from '../api/hooks';
 import { ConfirmDialog } from '../components/confirm';
-import { Badge, DataTable, ErrorPanel, Facts, Field, LoadMore, PageHeader, QueryView, Section, StateBadge, Time, type Tone } from '../components/ui';
+import { Badge, ChoiceButtons, DataTable, ErrorPanel, Facts, Field, LoadMore, PageHeader, QueryView, Section, StateBadge, Time, type Tone } from '../components/ui';
 import { useSession } from '../session';
 import './governance.css';
 
@@ -494,13 +494,12 @@ function Exceptions() {
   return (
     <>
       <div className="card-head">
-        <div className="tabs" role="tablist" aria-label="Exception status">
-          {[undefined, ...EXCEPTION_STATUSES].map((s) => (
-            <button key={s ?? 'all'} type="button" role="tab" aria-selected={s === status} onClick={() => setParams(s ? { status: s } : {})}>
-              {s ? capital(s) : 'All'}
-            </button>
-          ))}
-        </div>
+        <ChoiceButtons
+          label="Exception status"
+          options={[undefined, ...EXCEPTION_STATUSES].map((s) => ({ value: s, label: s ? capital(s) : 'All' }))}
+          current={status}
+          onPick={(s) => setParams(s ? { status: s } : {})}
+        />
         {can('governance:write') && !asking ? (
           <button type="button" className="primary" onClick={() => setAsking(true)}>
             Ask for an exception
@@ -740,24 +739,19 @@ function Remediation() {
   return (
     <>
       <div className="card-head">
-        <div className="tabs" role="tablist" aria-label="Task status">
-          {[undefined, ...TASK_STATUSES].map((s) => (
-            <button
-              key={s ?? 'all'}
-              type="button"
-              role="tab"
-              aria-selected={s === status}
-              onClick={() => setParams(() => {
-                const next = new URLSearchParams();
-                if (s) next.set('status', s);
-                if (agentId) next.set('agent_id', agentId);
-                return next;
-              })}
-            >
-              {s ? capital(words(s)) : 'All'}
-            </button>
-          ))}
-        </div>
+        <ChoiceButtons
+          label="Task status"
+          options={[undefined, ...TASK_STATUSES].map((s) => ({ value: s, label: s ? capital(words(s)) : 'All' }))}
+          current={status}
+          onPick={(s) =>
+            setParams(() => {
+              const next = new URLSearchParams();
+              if (s) next.set('status', s);
+              if (agentId) next.set('agent_id', agentId);
+              return next;
+            })
+          }
+        />
         {can('governance:write') && !opening ? (
           <button type="button" className="primary" onClick={() => setOpening(true)}>
             Open a task
