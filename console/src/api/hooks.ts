@@ -29,3 +29,12 @@ export function useAgent(agentId: string | undefined) {
     staleTime: 60_000,
   });
 }
+
+/**
+ * The address's search parameters as they are now. A filter change builds on these, not on the ones the last
+ * render saw: the router renders a navigation later (in a transition), so a second change made before that
+ * render would otherwise bring back what the first one removed.
+ */
+export function currentSearchParams(): URLSearchParams {
+  return new URLSearchParams(window.location.search);
+}

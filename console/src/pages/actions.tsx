@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { Link, Route, Routes, useParams, useSearchParams } from 'react-router';
 import { api, ApiFailure, must, type Paths } from '../api/client';
-import { useAgent, usePaged } from '../api/hooks';
+import { currentSearchParams, useAgent, usePaged } from '../api/hooks';
 import { ConfirmDialog } from '../components/confirm';
 import { Badge, ChoiceButtons, DataTable, ErrorPanel, Facts, Field, JsonView, Loading, LoadMore, PageHeader, QueryView, Section, StateBadge, Time } from '../components/ui';
 import { useSession } from '../session';
@@ -115,9 +115,11 @@ function ActionList() {
   const filters = actionFilters(params);
   const filtered = Object.keys(filters).length > 0;
   const list = usePaged(['actions', filters], (cursor) => must(api.GET('/actions', { params: { query: { ...filters, limit: 50, ...(cursor ? { cursor } : {}) } } })));
-  const set = (next: ActionQuery) => {
+  /** A new set of filters, or a change to the ones in the address now (see currentSearchParams). */
+  const set = (next: ActionQuery | ((current: ActionQuery) => ActionQuery)) => {
+    const value = typeof next === 'function' ? next(actionFilters(currentSearchParams())) : next;
     const p = new URLSearchParams();
-    for (const [k, v] of Object.entries(next)) if (v) p.set(k, String(v));
+    for (const [k, v] of Object.entries(value)) if (v) p.set(k, String(v));
     setParams(p);
   };
   return (
@@ -164,7 +166,7 @@ function useAgentChoices() {
   });
 }
 
-function ActionFilters({ filters, onChange }: { filters: ActionQuery; onChange: (f: ActionQuery) => void }) {
+function ActionFilters({ filters, onChange }: { filters: ActionQuery; onChange: (f: ActionQuery | ((current: ActionQuery) => ActionQuery)) => void }) {
   const agents = useAgentChoices();
   // The tool is typed: it applies on Enter or "Apply", not at every key.
   const [tool, setTool] = useState(filters.tool ?? '');
@@ -175,7 +177,7 @@ function ActionFilters({ filters, onChange }: { filters: ActionQuery; onChange: 
   }
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    onChange({ ...filters, tool: tool.trim() || undefined });
+    onChange((f) => ({ ...f, tool: tool.trim() || undefined }));
   };
   const agentOptions = [...(agents.data?.items ?? [])].sort((a, b) => a.name.localeCompare(b.name));
   if (filters.agent_id && !agentOptions.some((a) => a.id === filters.agent_id)) agentOptions.unshift({ id: filters.agent_id, name: filters.agent_id } as (typeof agentOptions)[number]);
@@ -183,7 +185,7 @@ function ActionFilters({ filters, onChange }: { filters: ActionQuery; onChange: 
     <form className="toolbar" role="search" aria-label="Filter actions" onSubmit={submit}>
       <Field label="Decision">
         {(id) => (
-          <select id={id} value={filters.decision ?? ''} onChange={(e) => onChange({ ...filters, decision: (e.target.value || undefined) as DecisionValue | undefined })}>
+          <select id={id} value={filters.decision ?? ''} onChange={(e) => onChange((f) => ({ ...f, decision: (e.target.value || undefined) as DecisionValue | undefined }))}>
             <option value="">Any</option>
             {DECISIONS.map((d) => (
               <option key={d} value={d}>
@@ -195,7 +197,7 @@ function ActionFilters({ filters, onChange }: { filters: ActionQuery; onChange: 
       </Field>
       <Field label="State">
         {(id) => (
-          <select id={id} value={filters.state ?? ''} onChange={(e) => onChange({ ...filters, state: (e.target.value || undefined) as State | undefined })}>
+          <select id={id} value={filters.state ?? ''} onChange={(e) => onChange((f) => ({ ...f, state: (e.target.value || undefined) as State | undefined }))}>
             <option value="">Any</option>
             {STATES.map((s) => (
               <option key={s} value={s}>
@@ -207,7 +209,7 @@ function ActionFilters({ filters, onChange }: { filters: ActionQuery; onChange: 
       </Field>
       <Field label="Agent">
         {(id) => (
-          <select id={id} value={filters.agent_id ?? ''} onChange={(e) => onChange({ ...filters, agent_id: e.target.value || undefined })}>
+          <select id={id} value={filters.agent_id ?? ''} onChange={(e) => onChange((f) => ({ ...f, agent_id: e.target.value || undefined }))}>
             <option value="">Any</option>
             {agentOptions.map((a) => (
               <option key={a.id} value={a.id}>

@@ -3,7 +3,7 @@ import { useId, useState, type FormEvent, type ReactNode } from 'react';
 import { Link, Route, Routes, useParams, useSearchParams } from 'react-router';
 import { api, ApiFailure, must, type Paths } from '../api/client';
 import { inWords } from '../api/errors';
-import { useAgent, usePaged } from '../api/hooks';
+import { currentSearchParams, useAgent, usePaged } from '../api/hooks';
 import { ContainmentActions, type Agent } from '../components/containment';
 import { Badge, DataTable, Facts, Field, LoadMore, PageHeader, QueryView, Section, StateBadge, Time, type Tone } from '../components/ui';
 import { useSession } from '../session';
@@ -63,7 +63,7 @@ function AgentList() {
     must(api.GET('/agents', { params: { query: { ...filters, limit: 50, ...(cursor ? { cursor } : {}) } } })),
   );
   const setFilter = (name: string, value: string) => {
-    const next = new URLSearchParams(params);
+    const next = currentSearchParams();
     if (value) next.set(name, value);
     else next.delete(name);
     setParams(next);

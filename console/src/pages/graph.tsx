@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useMemo, useState, type FormEvent } from 'react';
 import { Route, Routes, useSearchParams } from 'react-router';
 import { api, must, type Paths } from '../api/client';
+import { currentSearchParams } from '../api/hooks';
 import { GraphView, KIND_NAMES, type ViewEdge, type ViewNode } from '../components/graph-view';
 import { Badge, DataTable, Empty, ErrorPanel, Facts, JsonView, Loading, PageHeader, QueryView, Section, Time, type Tone } from '../components/ui';
 import { useSession } from '../session';
@@ -71,7 +72,7 @@ function GraphExplorer() {
   const [selected, setSelected] = useState<string | undefined>(undefined);
 
   const update = (changes: Record<string, string | null>) => {
-    const next = new URLSearchParams(params);
+    const next = currentSearchParams();
     for (const [k, v] of Object.entries(changes)) {
       if (v === null) next.delete(k);
       else next.set(k, v);
