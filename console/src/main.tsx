@@ -27,7 +27,9 @@ const queryClient: QueryClient = new QueryClient({
 createRoot(document.getElementById('root')!).render(
   <StrictMode>
     <QueryClientProvider client={queryClient}>
-      <BrowserRouter>
+      {/* Navigations render at once, not in a transition: filters follow the address, and a person (or a test) acting
+          right after a filter change must see the page of that change, not the one before it. */}
+      <BrowserRouter useTransitions={false}>
         <App />
       </BrowserRouter>
     </QueryClientProvider>

@@ -32,8 +32,8 @@ export function useAgent(agentId: string | undefined) {
 
 /**
  * The address's search parameters as they are now. A filter change builds on these, not on the ones the last
- * render saw: the router renders a navigation later (in a transition), so a second change made before that
- * render would otherwise bring back what the first one removed.
+ * render saw, so that a second change made before the first has rendered cannot bring back what the first one
+ * removed (main.tsx renders navigations at once; this holds whatever the router does).
  */
 export function currentSearchParams(): URLSearchParams {
   return new URLSearchParams(window.location.search);
