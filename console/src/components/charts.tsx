@@ -225,6 +225,21 @@ function XLabels({ categories, x, height, format, room }: { categories: string[]
   );
 }
 
+/** What a chart of series over categories (columns or lines) is given. */
+interface SeriesChartProps {
+  title: string;
+  summary: string;
+  description?: ReactNode;
+  categories: string[];
+  series: Series[];
+  categoryHeader?: string;
+  /** How a category is written under the axis (short). */
+  formatCategory?: (c: string) => string;
+  /** How a category is written in the data table (in full). */
+  tableCategory?: (c: string) => string;
+  height?: number;
+}
+
 /**
  * Columns over categories, the series stacked in each column (for example allowed, denied and held
  * decisions per day). `summary` is the image's name: what a person should take from it, in a sentence.
@@ -239,19 +254,7 @@ export function ColumnChart({
   formatCategory = (c) => c,
   tableCategory = (c) => c,
   height = 220,
-}: {
-  title: string;
-  summary: string;
-  description?: ReactNode;
-  categories: string[];
-  series: Series[];
-  categoryHeader?: string;
-  /** How a category is written under the axis (short). */
-  formatCategory?: (c: string) => string;
-  /** How a category is written in the data table (in full). */
-  tableCategory?: (c: string) => string;
-  height?: number;
-}) {
+}: SeriesChartProps) {
   const [box, W] = useWidth();
   const totals = categories.map((_, i) => series.reduce((a, s) => a + (s.values[i] ?? 0), 0));
   const top = niceMax(Math.max(0, ...totals));
@@ -387,18 +390,7 @@ export function LineChart({
   tableCategory = (c) => c,
   height = 200,
   max,
-}: {
-  title: string;
-  summary: string;
-  description?: ReactNode;
-  categories: string[];
-  series: Series[];
-  categoryHeader?: string;
-  /** How a category is written under the axis (short). */
-  formatCategory?: (c: string) => string;
-  /** How a category is written in the data table (in full). */
-  tableCategory?: (c: string) => string;
-  height?: number;
+}: SeriesChartProps & {
   /** The top of the scale when it is fixed (a score out of 100); otherwise rounded up from the data. */
   max?: number;
 }) {

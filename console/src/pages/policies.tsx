@@ -43,6 +43,20 @@ const policyKey = (id: string | undefined) => ['policy', id] as const;
 /** The answer of a change made from an outdated page: reloading the policy is the way on. */
 const isStale = (e: unknown) => e instanceof ApiFailure && (e.code === 'version_conflict' || e.code === 'precondition_required');
 
+/** A refused change in words, with "Reload the policy" when the refusal is a stale version. */
+function RefusedWithReload({ error, title, onReload }: { error: unknown; title: string; onReload: () => Promise<unknown> | void }) {
+  return (
+    <>
+      <ErrorPanel error={error} title={title} />
+      {isStale(error) ? (
+        <button type="button" onClick={() => void onReload()}>
+          Reload the policy
+        </button>
+      ) : null}
+    </>
+  );
+}
+
 /**
  * A person by name where the reader may see people (user:read: the first 200 of the organisation, read
  * once), else by the start of their ID.
@@ -425,16 +439,7 @@ function PolicyDetail() {
                   <p className="small muted">As you loaded it: record version {p.version}. If someone changed the policy since, the API refuses and you reload.</p>
                 </>
               ) : null}
-              {publish.isError ? (
-                <>
-                  <ErrorPanel error={publish.error} title="The version was not published" />
-                  {isStale(publish.error) ? (
-                    <button type="button" onClick={() => void reload()}>
-                      Reload the policy
-                    </button>
-                  ) : null}
-                </>
-              ) : null}
+              {publish.isError ? <RefusedWithReload error={publish.error} title="The version was not published" onReload={reload} /> : null}
             </ConfirmDialog>
             <ConfirmDialog
               open={statusChange !== null}
@@ -455,16 +460,7 @@ function PolicyDetail() {
                   : `The published version of ${p.name} applies to decisions again at once.`}
               </p>
               {statusChange === 'inactive' && p.critical ? <p className="notice">This policy is critical: say why it is switched off (3-2000 characters).</p> : null}
-              {setStatus.isError ? (
-                <>
-                  <ErrorPanel error={setStatus.error} title="The status did not change" />
-                  {isStale(setStatus.error) ? (
-                    <button type="button" onClick={() => void reload()}>
-                      Reload the policy
-                    </button>
-                  ) : null}
-                </>
-              ) : null}
+              {setStatus.isError ? <RefusedWithReload error={setStatus.error} title="The status did not change" onReload={reload} /> : null}
             </ConfirmDialog>
           </>
         );
