@@ -31,6 +31,9 @@ export async function startApi(config: Config): Promise<FastifyInstance> {
     await app.deps.jobs.stop({ timeoutMs: config.shutdownTimeoutMs });
     await database.close();
   });
+  // The embedded database's own autovacuum (PGlite has none), from now that it is migrated and seeded;
+  // database.close() above stops it.
+  database.maintenance?.start(app.log);
   if (config.jobs.inProcess) await startInProcessWorker(app);
 
   let draining = false;

@@ -27,6 +27,7 @@ import { signup } from './migrations/0018_signup.js';
 import { publicSubmissions } from './migrations/0019_public.js';
 import { evidenceHeadTrigger } from './migrations/0020_evidence_head_trigger.js';
 import { flowAndReplay } from './migrations/0021_flow_and_replay.js';
+import { EmbeddedMaintenance } from './embedded-maintenance.js';
 import type { PgliteRounds } from './pglite-rounds.js';
 import type { DB } from './schema.js';
 
@@ -36,6 +37,9 @@ export type Tx = Transaction<DB>;
 export interface Database {
   db: Db;
   kind: 'postgres' | 'embedded';
+  /** The embedded database's own autovacuum, which `tollgate api` starts once it has seeded; none on PostgreSQL, whose autovacuum does it. */
+  maintenance?: EmbeddedMaintenance;
+  /** Stops the maintenance (its timer, and a pass under way) before the database closes. */
   close(): Promise<void>;
 }
 
@@ -254,7 +258,9 @@ export async function openDatabase(config: Config): Promise<Database> {
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
   const { db, unlock } = await openEmbedded(config);
-  const close = () => db.destroy().finally(unlock);
+  const destroy = () => db.destroy().finally(unlock);
+  const maintenance = new EmbeddedMaintenance(db as Kysely<unknown>, config.runtimeRole, destroy);
+  const close = () => maintenance.stop().finally(destroy);
   try {
     await migrate(db as Kysely<unknown>, config.runtimeRole);
     await sql`set role ${sql.id(config.runtimeRole)}`.execute(db);
@@ -263,7 +269,7 @@ export async function openDatabase(config: Config): Promise<Database> {
     await close();
     throw err;
   }
-  return { db, kind: 'embedded', close };
+  return { db, kind: 'embedded', maintenance, close };
 }
 
 /**

@@ -52,9 +52,11 @@ function perStatement(messages: BackendMessage[]): BackendMessage[][] {
  * A statement the caller names as `kept` is prepared once and keeps its plan (PostgreSQL's generic one,
  * once it settles on it): only for statements whose plan does not depend on their values, such as the
  * batch's write (its inserts and the head's update by key), which costs ~0.25 ms more to plan each time.
- * Others are parsed and planned for their values on each run, as `query` does: PGlite runs no ANALYZE, so
- * a generic plan is made without statistics, and the probe's join of its arrays with the agents' actions
- * came out as a scan of all the organisation's actions (0.4 ms more per 1,000 actions). Only for statements
+ * Others are parsed and planned for their values on each run, as `query` does: a generic plan made before
+ * the embedded database's maintenance has analysed the tables (D1) has no statistics, and the probe's join
+ * of its arrays with the agents' actions came out as a scan of all the organisation's actions (0.4 ms more
+ * per 1,000 actions); keeping the probe once they are analysed saved under 0.1 ms a decision in
+ * bench/low-load, within its spread, so it is not kept. Only for statements
  * whose text the schema cannot change under while the process runs (the embedded database migrates
  * before it serves).
  */

@@ -96,7 +96,8 @@ describe('the gateway on the embedded database', () => {
     expect(counted).toEqual([{ n: 40 * burstTokens.length }]);
     expect((await admin.client.get(api('/evidence/verify'))).json()).toMatchObject({ valid: true, first_broken: null });
     // The count and the write keep their plans; the probe, a join on its arrays that a generic plan made
-    // without statistics (PGlite runs no ANALYZE) turns into a scan of the organisation's actions, does not.
+    // without statistics (before the embedded database's maintenance first analyses) turns into a scan of
+    // the organisation's actions, does not.
     const { rows: kept } = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(database.db);
     expect(kept.some((r) => r.statement.includes('insert into rate_limit_buckets'))).toBe(true);
     expect(kept.some((r) => r.statement.includes('insert into "evidence_records"'))).toBe(true);
