@@ -1,5 +1,4 @@
 import { createHash, createPublicKey } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
 import { inScope, type Db } from '../../db/database.js';
@@ -7,9 +6,7 @@ import { bodyOf, type ChainHead, type EvidenceRow } from './chain.js';
 import { bundleOrganisation, chainHead, recordsBetween, windowSeqs } from './bundle.repository.js';
 import { GENESIS_HASH, type EvidenceSigner } from './signer.js';
 import { BUNDLE_FORMAT, BUNDLE_VERSION, type BundleManifest } from './verify-bundle.js';
-
-// RFC 8785 canonical JSON. The package is CommonJS whose typings claim an ES default export.
-const canonicalize = createRequire(import.meta.url)('canonicalize') as (input: unknown) => string | undefined;
+import { canonicalize } from '../shared/canonical-json.js';
 
 /** The largest bundle built: 50 MB, compressed (docs/evidence.md, Limits). */
 export const EVIDENCE_BUNDLE_MAX_BYTES = 50 * 1024 * 1024;

@@ -1,8 +1,5 @@
 import { createHash, createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
-import { createRequire } from 'node:module';
-
-// RFC 8785 canonical JSON. The package is CommonJS whose typings claim an ES default export.
-const canonicalize = createRequire(import.meta.url)('canonicalize') as (input: unknown) => string | undefined;
+import { canonicalize } from '../shared/canonical-json.js';
 
 const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 export const GENESIS_HASH = '0'.repeat(64);

@@ -1,8 +1,8 @@
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 import tar from 'tar-stream';
+import { canonicalize } from '../shared/canonical-json.js';
 
 /**
  * Verifies an evidence bundle (bundle.ts builds them; docs/evidence.md) and, optionally, checkpoints an auditor
@@ -10,9 +10,6 @@ import tar from 'tar-stream';
  * `tollgate evidence verify` runs it anywhere. The same checks, with standard tools, are
  * scripts/verify-evidence-bundle.sh.
  */
-
-// RFC 8785 canonical JSON. The package is CommonJS whose typings claim an ES default export.
-const canonicalize = createRequire(import.meta.url)('canonicalize') as (input: unknown) => string | undefined;
 
 export const BUNDLE_FORMAT = 'tollgate-evidence-bundle';
 export const BUNDLE_VERSION = 1;

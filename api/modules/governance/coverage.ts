@@ -1,7 +1,5 @@
-import { createRequire } from 'node:module';
 import type { Condition, Control, Framework } from './catalogue.js';
-
-const canonicalize = createRequire(import.meta.url)('canonicalize') as (input: unknown) => string | undefined;
+import { canonicalize } from '../shared/canonical-json.js';
 
 /**
  * Coverage and readiness (docs/governance.md, Coverage and readiness) as a pure function of facts the service

@@ -1,8 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createRequire } from 'node:module';
-
-// RFC 8785 canonical JSON. The package is CommonJS whose typings claim an ES default export.
-const canonicalize = createRequire(import.meta.url)('canonicalize') as (input: unknown) => string | undefined;
+import { canonicalize } from '../shared/canonical-json.js';
 
 /** What a person grants when they bind a permission on a tool: what the model is told the tool does and takes. */
 export interface ToolDefinition {

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { createRequire } from 'node:module';
 import type { ActorPrincipal, PersonPrincipal, RequestContext } from '../../platform/context.js';
 import type { z } from 'zod';
 import { inScope, type Db, type Tx } from '../../db/database.js';
@@ -25,8 +24,7 @@ import {
 } from './policies.repository.js';
 import type { policyIn, rule, simulateIn, statusIn, versionIn } from './policies.schemas.js';
 import { latestReplaysOf, type ReplaySummary } from './replay.service.js';
-
-const canonicalize = createRequire(import.meta.url)('canonicalize') as (input: unknown) => string | undefined;
+import { canonicalize } from '../shared/canonical-json.js';
 
 type RuleIn = z.infer<typeof rule>;
 

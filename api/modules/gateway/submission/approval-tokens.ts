@@ -1,8 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { createRequire } from 'node:module';
 import type { ActionIn } from '../actions.schemas.js';
-
-const canonicalize = createRequire(import.meta.url)('canonicalize') as (input: unknown) => string | undefined;
+import { canonicalize } from '../../shared/canonical-json.js';
 
 /** The hash an idempotency key and an approval token are bound to: the request without its token. */
 export function requestHash(body: ActionIn): string {
