@@ -49,6 +49,10 @@ async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  if (command === 'api' || command === 'worker') {
+    const { limitHeapGrowth } = await import('./api/platform/heap-growth.js');
+    limitHeapGrowth(config.heapGrowthPercent);
+  }
   if (command === 'org') return runOrg(argv.slice(1), config);
   if (command === 'migrate') {
     if (!config.migrationDatabaseUrl) {

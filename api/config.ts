@@ -37,6 +37,7 @@ const envSchema = z.object({
     .default('tollgate_app'),
   DATABASE_POOL_MAX: int(1, 200).default(10),
   SHUTDOWN_TIMEOUT_SECONDS: int(1, 3600).default(20),
+  HEAP_GROWTH_PERCENT: int(0, 1000).default(100),
   WORKER_PORT: int(0, 65535).default(8081),
   WORKER_IN_PROCESS: optionalBool,
   WORKER_CONCURRENCY: int(1, 50).default(2),
@@ -160,6 +161,11 @@ export interface Config {
   poolMax: number;
   /** How long SIGTERM may take to drain before the process exits anyway. */
   shutdownTimeoutMs: number;
+  /**
+   * How far V8 lets the heap of `tollgate api` and `tollgate worker` grow past what the last full
+   * collection kept, in percent (0: V8's own choice, up to four times); docs/decisions.md D39.
+   */
+  heapGrowthPercent: number;
   /** Where `tollgate worker` serves /healthz and /readyz (on `host`). */
   workerPort: number;
   /** Background jobs (worker/README.md). */
@@ -280,6 +286,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     runtimeRole: e.DATABASE_RUNTIME_ROLE,
     poolMax: e.DATABASE_POOL_MAX,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000,
+    heapGrowthPercent: e.HEAP_GROWTH_PERCENT,
     workerPort: e.WORKER_PORT,
     jobs: {
       // The embedded database has one process: the API's.

@@ -208,6 +208,12 @@ describe('configuration', () => {
     expect(() => loadConfig({ DEFAULT_PLAN: 'gold' })).toThrow(/DEFAULT_PLAN/);
   });
 
+  it('HEAP_GROWTH_PERCENT takes 0 (V8 decides) to 1000, nothing else', () => {
+    expect(loadConfig({ HEAP_GROWTH_PERCENT: '0' }).heapGrowthPercent).toBe(0);
+    expect(loadConfig({ HEAP_GROWTH_PERCENT: '1000' }).heapGrowthPercent).toBe(1000);
+    for (const bad of ['-1', '1001', '1.5', 'lots']) expect(() => loadConfig({ HEAP_GROWTH_PERCENT: bad })).toThrow(/HEAP_GROWTH_PERCENT/);
+  });
+
   it('has the documented defaults', () => {
     const c = loadConfig({});
     expect(c.environment).toBe('development');
@@ -227,6 +233,7 @@ describe('configuration', () => {
     expect(c.outbound).toEqual({ allowedCidrs: [], caFile: undefined, ca: undefined });
     expect(c.vault).toEqual({ addr: undefined, token: undefined });
     expect(c.workerPort).toBe(8081);
+    expect(c.heapGrowthPercent).toBe(100);
     expect(c.jobs).toEqual({ inProcess: true, concurrency: 2, pollIntervalSeconds: 2, timeoutSeconds: 300, maintenanceIntervalSeconds: 30 });
   });
 
