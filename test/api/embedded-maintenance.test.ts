@@ -5,7 +5,7 @@ import { buildApp } from '../../api/app.js';
 import { loadConfig } from '../../api/config.js';
 import { inScope, openDatabase, type Database, type Db } from '../../api/db/database.js';
 import { createLogger } from '../../api/platform/logger.js';
-import { api, freshDatabase, onboardAdmin, TestClock } from '../support/harness.js';
+import { agentToken, api, freshDatabase, onboardAdmin, TestClock } from '../support/harness.js';
 
 /**
  * The embedded database's own autovacuum (api/db/embedded-maintenance.ts, docs/decisions.md D1): PGlite runs no
@@ -200,14 +200,7 @@ describe('the embedded database maintenance under real decisions', () => {
       const agent = (await admin.client.post(api('/agents'), { name: 'Maintained agent' })).json();
       const toolId = tools.find((t) => t.tool_key === 'crm.lookup_customer')!.id;
       await admin.client.post(api(`/agents/${agent.id}/permissions`), { target_kind: 'tool', target_id: toolId, actions: ['invoke'] });
-      const identity = (await admin.client.post(api(`/agents/${agent.id}/identities`))).json();
-      const token = (
-        await app.inject({
-          method: 'POST',
-          url: api('/identities/token'),
-          payload: { grant_type: 'client_credentials', client_id: identity.client_id, client_secret: identity.client_secret },
-        })
-      ).json().access_token;
+      const token = await agentToken(app, admin.client, agent.id);
       const decide = async (key: string) => {
         const res = await app.inject({
           method: 'POST',

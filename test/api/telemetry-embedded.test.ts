@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inScope, type Database } from '../../api/db/database.js';
 import { recordTelemetry, telemetryEvents } from '../../api/modules/telemetry/index.js';
-import { api, onboardAdmin, startEmbeddedApp } from '../support/harness.js';
+import { agentToken, api, onboardAdmin, startEmbeddedApp } from '../support/harness.js';
 
 /**
  * The embedded database (`make run`): the same telemetry statements on PGlite (the batch's insert, the list,
@@ -24,14 +24,7 @@ describe('telemetry on the embedded database', () => {
   it('records, lists and counts decisions; the dashboard answers; the in-process worker deletes old events', async () => {
     const admin = await onboardAdmin(app, 'Embedded Org');
     const agent = (await admin.client.post(api('/agents'), { name: 'Embedded agent' })).json();
-    const identity = (await admin.client.post(api(`/agents/${agent.id}/identities`))).json();
-    const token = (
-      await app.inject({
-        method: 'POST',
-        url: api('/identities/token'),
-        payload: { grant_type: 'client_credentials', client_id: identity.client_id, client_secret: identity.client_secret },
-      })
-    ).json().access_token;
+    const token = await agentToken(app, admin.client, agent.id);
     const results = await Promise.all(
       ['a', 'b', 'c'].map((k) =>
         app.inject({

@@ -167,6 +167,18 @@ export async function onboardAdmin(app: FastifyInstance, name = 'Acme') {
   return { client, email, tenant, userId: login.json().user.id as string };
 }
 
+/** A new workload identity of the agent, exchanged for an access token (client credentials). */
+export async function agentToken(app: FastifyInstance, admin: Client, agentId: string): Promise<string> {
+  const identity = (await admin.post(api(`/agents/${agentId}/identities`))).json();
+  const res = await app.inject({
+    method: 'POST',
+    url: api('/identities/token'),
+    payload: { grant_type: 'client_credentials', client_id: identity.client_id, client_secret: identity.client_secret },
+  });
+  if (res.statusCode !== 200) throw new Error(`token: ${res.statusCode} ${res.body}`);
+  return res.json().access_token as string;
+}
+
 /** Adds a person with the given roles to the admin's organisation and signs them in. */
 export async function addMember(app: FastifyInstance, admin: Client, roles: string[], tenantId?: string) {
   const email = `member-${randomBytes(4).toString('hex')}@example.com`;
