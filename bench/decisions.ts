@@ -57,9 +57,9 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     await waitForHttp(`http://127.0.0.1:${floorPort}/healthz`, 30_000);
     const floorRun = await load(`http://127.0.0.1:${floorPort}`, ['floor'], opts, undefined, '/floor');
     const floor = floorRun.requests.average;
-    // The bare inserts' and the floor's rows are no part of what follows: without them, no autovacuum of
-    // their table and no checkpoint of their WAL falls in the decisions' loads.
-    execFileSync(path.join(postgresBinDir(), 'psql'), [cluster.adminUrl('tollgate'), '-qc', 'drop table bench_rows', '-c', 'checkpoint']);
+    // The bare inserts' and the floor's rows are no part of what follows: dropped, no autovacuum of their
+    // table falls in the decisions' loads.
+    execFileSync(path.join(postgresBinDir(), 'psql'), [cluster.adminUrl('tollgate'), '-qc', 'drop table bench_rows']);
 
     const results = [];
     // CPU time per decision of the API and of PostgreSQL (every backend), from /proc: what the load
