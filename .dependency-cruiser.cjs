@@ -96,7 +96,7 @@ module.exports = {
     {
       name: 'lib-is-a-leaf',
       severity: 'error',
-      comment: 'lib/ holds what every process shares (the clock); it imports nothing of the project.',
+      comment: 'lib/ holds what every process shares (the clock, canonical JSON); it imports nothing of the project.',
       from: { path: '^lib/' },
       to: { path: '^(api|controller|sidecar|client|scripts|bench|test)/' },
     },

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalize } from '../../api/modules/shared/canonical-json.js';
+import { canonicalize } from '../../lib/canonical-json.js';
 
 // The reference: the `canonicalize` package, RFC 8785 by one of its authors, which the product used
 // before; every hash stored until then was made with it, so the two must agree byte for byte.

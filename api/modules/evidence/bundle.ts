@@ -6,7 +6,7 @@ import { bodyOf, type ChainHead, type EvidenceRow } from './chain.js';
 import { bundleOrganisation, chainHead, recordsBetween, windowSeqs } from './bundle.repository.js';
 import { GENESIS_HASH, type EvidenceSigner } from './signer.js';
 import { BUNDLE_FORMAT, BUNDLE_VERSION, type BundleManifest } from './verify-bundle.js';
-import { canonicalize } from '../shared/canonical-json.js';
+import { canonicalize } from '../../../lib/canonical-json.js';
 
 /** The largest bundle built: 50 MB, compressed (docs/evidence.md, Limits). */
 export const EVIDENCE_BUNDLE_MAX_BYTES = 50 * 1024 * 1024;

@@ -1,5 +1,5 @@
 import { createHash, createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
-import { canonicalize } from '../shared/canonical-json.js';
+import { canonicalize } from '../../../lib/canonical-json.js';
 
 const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 export const GENESIS_HASH = '0'.repeat(64);

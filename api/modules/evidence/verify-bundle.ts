@@ -2,7 +2,7 @@ import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 import tar from 'tar-stream';
-import { canonicalize } from '../shared/canonical-json.js';
+import { canonicalize } from '../../../lib/canonical-json.js';
 
 /**
  * Verifies an evidence bundle (bundle.ts builds them; docs/evidence.md) and, optionally, checkpoints an auditor

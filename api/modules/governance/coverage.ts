@@ -1,5 +1,5 @@
 import type { Condition, Control, Framework } from './catalogue.js';
-import { canonicalize } from '../shared/canonical-json.js';
+import { canonicalize } from '../../../lib/canonical-json.js';
 
 /**
  * Coverage and readiness (docs/governance.md, Coverage and readiness) as a pure function of facts the service

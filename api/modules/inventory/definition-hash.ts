@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { canonicalize } from '../shared/canonical-json.js';
+import { canonicalize } from '../../../lib/canonical-json.js';
 
 /** What a person grants when they bind a permission on a tool: what the model is told the tool does and takes. */
 export interface ToolDefinition {

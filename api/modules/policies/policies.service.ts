@@ -24,7 +24,7 @@ import {
 } from './policies.repository.js';
 import type { policyIn, rule, simulateIn, statusIn, versionIn } from './policies.schemas.js';
 import { latestReplaysOf, type ReplaySummary } from './replay.service.js';
-import { canonicalize } from '../shared/canonical-json.js';
+import { canonicalize } from '../../../lib/canonical-json.js';
 
 type RuleIn = z.infer<typeof rule>;
 

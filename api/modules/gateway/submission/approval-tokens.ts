@@ -1,6 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { ActionIn } from '../actions.schemas.js';
-import { canonicalize } from '../../shared/canonical-json.js';
+import { canonicalize } from '../../../../lib/canonical-json.js';
 
 /** The hash an idempotency key and an approval token are bound to: the request without its token. */
 export function requestHash(body: ActionIn): string {

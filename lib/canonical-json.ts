@@ -12,8 +12,9 @@ import { configure } from 'safe-stable-stringify';
  * against 33 µs), which mattered on the decision path: each record is hashed over it. Their outputs are
  * compared byte for byte on generated JSON values (test/unit/canonical-json.test.ts), so hashes made
  * before the change verify after it. What JSON cannot hold (NaN, infinities, functions, symbols, BigInt,
- * a cycle) throws instead of being written some other way. Loaded only where it is imported (not through
- * shared/index.ts), so the sidecar, which imports the schemas, does not load it.
+ * a cycle) throws instead of being written some other way. Here in lib/, not in the API's shared module,
+ * because a module's index would load it wherever the schemas go (the sidecar included); only its importers
+ * load it.
  */
 const stringify = configure({ deterministic: true, strict: true, bigint: false, circularValue: TypeError });
 
