@@ -89,10 +89,9 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
       return { result, cpu, rss: rssOf(api!.pid!).rss };
     };
     results.push(row('floor: fastify + one durable insert per request', floorRun));
-    // Unmeasured, a few seconds of the first load: the first seconds of a fresh process and database (V8
-    // compiling the hot path, PostgreSQL's first autovacuum and analyze of the new tables) are not the
-    // steady state the figures are about. Without it the first load measured 10-25% below the same code's
-    // later loads (issue 20's runs of 2026-11-26).
+    // Unmeasured, a few seconds of the first load: the first seconds of a fresh process (V8 compiling the
+    // hot path) are not the steady state the figures are about. The first load still measures below the
+    // same code's later loads, by more than this explains (bench/README.md, Latest figures).
     await load(base, hot, { ...opts, seconds: WARM_UP_SECONDS });
     const hottest = await measured('one organisation', () => load(base, hot, opts));
     results.push(row('one organisation', hottest.result, hottest.cpu, hottest.rss));
