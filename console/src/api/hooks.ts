@@ -38,3 +38,9 @@ export function useAgent(agentId: string | undefined) {
 export function currentSearchParams(): URLSearchParams {
   return new URLSearchParams(window.location.search);
 }
+
+/** The address's parameter `name` when it is one of `choices` (an enumeration of the API's), else undefined. */
+export function choiceParam<T extends string>(params: URLSearchParams, name: string, choices: readonly T[]): T | undefined {
+  const value = params.get(name);
+  return value !== null && (choices as readonly string[]).includes(value) ? (value as T) : undefined;
+}

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, Route, Routes, useParams, useSearchParams } from 'react-router';
 import { api, ApiFailure, must, type Paths } from '../api/client';
-import { useAgent, usePaged } from '../api/hooks';
+import { choiceParam, useAgent, usePaged } from '../api/hooks';
 import { ConfirmDialog } from '../components/confirm';
 import { Badge, ChoiceButtons, DataTable, ErrorPanel, Facts, JsonView, Loading, LoadMore, PageHeader, QueryView, Section, StateBadge, Time } from '../components/ui';
 import { useSession } from '../session';
@@ -32,7 +32,7 @@ function AgentName({ id }: { id: string }) {
 
 function Inbox() {
   const [params, setParams] = useSearchParams();
-  const status = (STATUSES as string[]).includes(params.get('status') ?? '') ? (params.get('status') as Status) : 'pending';
+  const status = choiceParam(params, 'status', STATUSES) ?? 'pending';
   const list = usePaged(
     ['approvals', status],
     (cursor) => must(api.GET('/approvals', { params: { query: { status, limit: 50, ...(cursor ? { cursor } : {}) } } })),

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent, type ReactNode } from 'react';
 import { Link, Route, Routes, useParams, useSearchParams } from 'react-router';
 import { api, must, type Paths } from '../api/client';
-import { useAgent, usePaged } from '../api/hooks';
+import { choiceParam, useAgent, usePaged } from '../api/hooks';
 import { Badge, DataTable, ErrorPanel, Facts, Field, JsonView, LoadMore, PageHeader, QueryView, Section, Time, type Tone } from '../components/ui';
 import { useSession } from '../session';
 import './findings.css';
@@ -45,8 +45,8 @@ const TEXT_FILTERS = ['q', 'category'] as const;
 
 function FindingList() {
   const [params, setParams] = useSearchParams();
-  const status = (STATUSES as string[]).includes(params.get('status') ?? '') ? (params.get('status') as Status) : undefined;
-  const severity = (SEVERITIES as string[]).includes(params.get('severity') ?? '') ? (params.get('severity') as Severity) : undefined;
+  const status = choiceParam(params, 'status', STATUSES);
+  const severity = choiceParam(params, 'severity', SEVERITIES);
   const q = params.get('q') ?? '';
   const category = params.get('category') ?? '';
   const agentId = params.get('agent_id') ?? '';

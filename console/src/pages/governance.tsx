@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { Link, NavLink, Route, Routes, useParams, useSearchParams } from 'react-router';
 import { api, must, type Paths } from '../api/client';
-import { useAgent, usePaged } from '../api/hooks';
+import { choiceParam, useAgent, usePaged } from '../api/hooks';
 import { ConfirmDialog } from '../components/confirm';
 import { Badge, ChoiceButtons, DataTable, ErrorPanel, Facts, Field, LoadMore, PageHeader, QueryView, Section, StateBadge, Time, type Tone } from '../components/ui';
 import { useSession } from '../session';
@@ -341,7 +341,7 @@ function Register() {
   const { can } = useSession();
   const [params, setParams] = useSearchParams();
   const queryClient = useQueryClient();
-  const filter = (CLASSIFICATIONS as string[]).includes(params.get('classification') ?? '') ? (params.get('classification') as Classification) : undefined;
+  const filter = choiceParam(params, 'classification', CLASSIFICATIONS);
   const list = usePaged(['governance', 'systems', filter], (cursor) =>
     must(api.GET('/governance/systems', { params: { query: { limit: 50, ...(filter ? { classification: filter } : {}), ...(cursor ? { cursor } : {}) } } })),
   );
@@ -476,7 +476,7 @@ function Exceptions() {
   const { can, me } = useSession();
   const [params, setParams] = useSearchParams();
   const queryClient = useQueryClient();
-  const status = (EXCEPTION_STATUSES as string[]).includes(params.get('status') ?? '') ? (params.get('status') as ExceptionStatus) : undefined;
+  const status = choiceParam(params, 'status', EXCEPTION_STATUSES);
   const list = usePaged(['governance', 'exceptions', status], (cursor) =>
     must(api.GET('/exceptions', { params: { query: { limit: 50, ...(status ? { status } : {}), ...(cursor ? { cursor } : {}) } } })),
   );
@@ -717,7 +717,7 @@ function Remediation() {
   const { can } = useSession();
   const [params, setParams] = useSearchParams();
   const queryClient = useQueryClient();
-  const status = (TASK_STATUSES as string[]).includes(params.get('status') ?? '') ? (params.get('status') as TaskStatus) : undefined;
+  const status = choiceParam(params, 'status', TASK_STATUSES);
   const agentId = params.get('agent_id') ?? undefined;
   const list = usePaged(['governance', 'remediation', status, agentId], (cursor) =>
     must(
