@@ -1,4 +1,4 @@
-import { Agent } from 'undici';
+import { Agent } from '../lib/undici-dispatchers.js';
 import { GatewayApiError } from './errors.js';
 
 export interface HttpAnswer {

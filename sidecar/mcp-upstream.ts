@@ -1,4 +1,4 @@
-import { Pool } from 'undici';
+import { Pool } from '../lib/undici-dispatchers.js';
 
 /**
  * The MCP protocol versions the proxy speaks, newest first: the SDK's, written here so the sidecar does not load

@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LATEST_PROTOCOL_VERSION, PROTOCOL_VERSIONS } from '../../sidecar/mcp-upstream.js';
@@ -46,7 +48,43 @@ describe('what tollgate sidecar loads', () => {
     const { files, packages } = loadedBy(path.join(ROOT, 'sidecar', 'main.ts'));
     const folders = new Set([...files].map((f) => path.relative(ROOT, f).split(path.sep)[0]));
     expect([...folders].sort()).toEqual(['client', 'lib', 'sidecar']);
-    expect([...packages].sort()).toEqual(['pino', 'prom-client', 'undici']);
+    // undici comes through lib/undici-dispatchers.ts (its Agent and Pool, not its entry point): see below.
+    expect([...packages].sort()).toEqual(['pino', 'prom-client']);
+  });
+
+  it('talks HTTP with undici\'s Agent and Pool alone: not the whole package, and not Node\'s own copy of undici', async () => {
+    // The sidecar's modules loaded and one request made to the API and one to an MCP server, as a pod's first call
+    // does; then what the process holds. undici's entry point would load fetch and the rest, and through them
+    // Node's bundled undici (a second HTTP client): some 4-5 MB of RSS per pod (bench/sidecar.ts).
+    const script = `
+      import { createServer } from 'node:http';
+      import { createRequire } from 'node:module';
+      await import('./sidecar/main.ts');
+      const { Transport } = await import('./client/transport.ts');
+      const { UpstreamClient } = await import('./sidecar/mcp-upstream.ts');
+      const server = createServer((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+      await new Promise((r) => server.listen(0, '127.0.0.1', r));
+      const origin = 'http://127.0.0.1:' + server.address().port;
+      const api = new Transport(origin, { timeoutMs: 2000, connectTimeoutMs: 2000 });
+      const answer = await api.send({ method: 'GET', path: '/auth/me', correlationId: 'c' });
+      const upstream = new UpstreamClient(origin + '/mcp');
+      await upstream.request('tools/list', {}).catch(() => undefined); // '{}' is no MCP answer: sent and read all the same
+      await upstream.close();
+      await api.close();
+      server.close();
+      const cached = Object.keys(createRequire(import.meta.url).cache);
+      console.log(JSON.stringify({
+        status: answer.status,
+        undiciFiles: cached.filter((f) => f.includes('/node_modules/undici/')).length,
+        entryPoint: cached.some((f) => f.endsWith('/node_modules/undici/index.js')),
+        nodesUndici: process.moduleLoadList.includes('NativeModule internal/deps/undici/undici'),
+      }));`;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT });
+    const seen = JSON.parse(stdout.trim().split('\n').pop()!) as { status: number; undiciFiles: number; entryPoint: boolean; nodesUndici: boolean };
+    expect(seen.status).toBe(200);
+    expect(seen.undiciFiles).toBeGreaterThan(0);
+    expect(seen.entryPoint).toBe(false);
+    expect(seen.nodesUndici).toBe(false);
   });
 
   it('speaks the protocol versions of the MCP SDK it no longer loads', async () => {
