@@ -49,16 +49,16 @@ describe('the person rate limit under concurrent load on two API processes', () 
     expect(admitted).toBeLessThanOrEqual(LIMIT);
     expect(admitted).toBeGreaterThanOrEqual(LIMIT - 2 * EARLY_PER_PROCESS);
 
-    // Every hit reached the shared count (refusals too), plus at most the positions claimed ahead.
+    // Every hit reached the shared count (refusals too), plus at most the positions claimed ahead. A refusal
+    // answered without a round trip is counted by the next claim, which may still be on its way when the last
+    // answer arrives: the count gets there within a round trip or two, and never beyond the bound.
     const owner = new pg.Client({ connectionString: one.ownerUrl });
     await owner.connect();
     try {
-      const { rows } = await owner.query<{ count: number }>(
-        `select count from rate_limit_buckets where key = $1`,
-        [`person:${admin.userId}`],
-      );
-      expect(rows[0]!.count).toBeGreaterThanOrEqual(sent);
-      expect(rows[0]!.count).toBeLessThanOrEqual(sent + 2 * EARLY_PER_PROCESS);
+      const shared = async () =>
+        (await owner.query<{ count: number }>(`select count from rate_limit_buckets where key = $1`, [`person:${admin.userId}`])).rows[0]!.count;
+      await expect.poll(shared, { timeout: 5000, interval: 20 }).toBeGreaterThanOrEqual(sent);
+      expect(await shared()).toBeLessThanOrEqual(sent + 2 * EARLY_PER_PROCESS);
     } finally {
       await owner.end();
     }
