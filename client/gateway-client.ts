@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { systemClock, type Clock } from '../lib/clock.js';
 import {
@@ -311,9 +311,13 @@ export class GatewayClient {
   }
 }
 
-/** Rule 3: `sdk-` followed by 32 hex characters. */
+/**
+ * Rule 3: `sdk-` followed by 32 hex characters: a random UUID's (122 random bits), which Node draws from a pool it
+ * fills 128 at a time, where 16 random bytes of their own cost a system call per submission (3% of a sidecar's
+ * busy time at 500 submissions a second, bench/sidecar.ts's profile).
+ */
 export function newIdempotencyKey(): string {
-  return `sdk-${randomBytes(16).toString('hex')}`;
+  return `sdk-${randomUUID().replaceAll('-', '')}`;
 }
 
 /** Rule 3: every request carries an X-Correlation-ID starting `sdk-`. */
