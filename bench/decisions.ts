@@ -90,8 +90,8 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     };
     results.push(row('floor: fastify + one durable insert per request', floorRun));
     // Unmeasured, a few seconds of the first load: the first seconds of a fresh process (V8 compiling the
-    // hot path) are not the steady state the figures are about. The first load still measures below the
-    // same code's later loads, by more than this explains (bench/README.md, Latest figures).
+    // hot path) are not the steady state the figures are about. After it, the first load measures as the same
+    // load repeated later does, within this machine's spread of about ±20% (bench/README.md, Latest figures).
     await load(base, hot, { ...opts, seconds: WARM_UP_SECONDS });
     const hottest = await measured('one organisation', () => load(base, hot, opts));
     results.push(row('one organisation', hottest.result, hottest.cpu, hottest.rss));
