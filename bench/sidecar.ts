@@ -286,27 +286,31 @@ async function isolatedHop(identityDir: string, opts: { seconds: number; rate: n
       sidecar_cpu_s_per_1000_rps: r3((cpu / opts.seconds) * (1000 / opts.rate)),
     });
     const rows = [];
-    let loadMb = 0;
     // Each transport's load in two halves, in the order A B B A: whichever ran first paid for the process's first
-    // seconds under load (its heap growing, V8 compiling), and came out above the other in every run.
+    // seconds under load (its heap growing, V8 compiling), and came out above the other in every run. Answers each
+    // path's latencies (sorted) and CPU seconds, and the process's peak RSS over the four.
     const abba = async (pid: number, paths: typeof transports) => {
       const measured = new Map<string, { hop: number[]; cpu: number }>(paths.map((t) => [t.name, { hop: [], cpu: 0 }]));
+      let peak = 0;
       for (const t of [paths[0]!, paths[1]!, paths[1]!, paths[0]!]) {
         const cpuBefore = cpuSeconds(pid);
         const { value: hop, peakMb } = await peakRss(pid, paced(t, '/v1/actions', {}, opts.seconds / 2));
         const m = measured.get(t.name)!;
         m.cpu += cpuSeconds(pid) - cpuBefore;
         m.hop.push(...hop);
-        if (pid === sidecar.pid) loadMb = Math.max(loadMb, peakMb);
+        peak = Math.max(peak, peakMb);
       }
-      return paths.map((t) => ({ name: t.name, hop: measured.get(t.name)!.hop.sort((a, b) => a - b), cpu: measured.get(t.name)!.cpu }));
+      const byPath = paths.map((t) => ({ name: t.name, hop: measured.get(t.name)!.hop.sort((a, b) => a - b), cpu: measured.get(t.name)!.cpu }));
+      return { byPath, peakMb: peak };
     };
-    for (const t of await abba(sidecar.pid!, transports)) {
+    const hops = await abba(sidecar.pid!, transports);
+    const loadMb = hops.peakMb;
+    for (const t of hops.byPath) {
       rows.push(hopRow(`hop alone, ${t.name} (stand-in API answering at once, hrtime)`, t.hop, t.cpu));
     }
     const [socket, tcp] = rows as [(typeof rows)[number], (typeof rows)[number]];
     // The same load through the floor (no target: what any Node forwarder costs here, for comparison).
-    for (const { name, hop, cpu } of await abba(floor.pid!, floors)) {
+    for (const { name, hop, cpu } of (await abba(floor.pid!, floors)).byPath) {
       const row = hopRow(`floor: a bare node:http + undici forwarder, ${name} (stand-in API, hrtime)`, hop, cpu);
       rows.push(row);
       record('sidecar', `floor forwarder: hop added p50, ${name}`, row.added_p50_ms, 'ms');
