@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { systemClock, type Clock } from '../lib/clock.js';
 import {
@@ -19,7 +20,7 @@ import {
   type GatewayActionStatus,
 } from './result.js';
 import { TokenCache, type CredentialsSource } from './tokens.js';
-import { apiErrorOf, errorCode, Transport, type HttpAnswer } from './transport.js';
+import { apiErrorOf, errorCode, timeoutError, Transport, type HttpAnswer } from './transport.js';
 
 export interface GatewayClientOptions {
   /** The central API: its origin (`http://tollgate-api:8080`) or its `/api/v1` base; operations go under `/api/v1`. */
@@ -220,12 +221,11 @@ export class GatewayClient {
    */
   async permissions(options: CallOptions = {}): Promise<AgentPermissions> {
     const correlationId = correlationIdOf(options.correlationId);
-    const answer = await this.#withDeadline((signal) =>
-      this.#authorised(
-        correlationId,
-        (bearer) => this.#transport.send({ method: 'GET', path: '/gateway/permissions', correlationId, headers: { authorization: bearer }, signal }),
-        signal,
-      ),
+    const deadline = this.#deadline();
+    const answer = await this.#authorised(
+      correlationId,
+      (bearer) => this.#transport.send({ method: 'GET', path: '/gateway/permissions', correlationId, headers: { authorization: bearer }, deadline }),
+      deadline,
     );
     if (!isAgentPermissions(answer.body)) throw invalidResponse(answer, 'The permissions answer is not a permission list.');
     return answer.body;
@@ -242,49 +242,40 @@ export class GatewayClient {
   }
 
   /**
-   * `run` under one decision's deadline, when one is set: the signal aborts with a TimeoutError when it passes. Its
-   * timer is cleared when `run` ends (AbortSignal.timeout's would stay armed the whole timeout after every call).
+   * The deadline of one decision starting now (`performance.now()` milliseconds), when one is set: each request
+   * of the call is aborted with a TimeoutError when it passes (Transport.send), and a wait for the token ends
+   * then. A number, not an AbortSignal: no controller, timer or listeners a call beside the request's own.
    */
-  async #withDeadline<T>(run: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
+  #deadline(): number | undefined {
     const s = this.settings.decisionTimeoutSeconds;
-    if (s === null) return run(undefined);
-    const ctl = new AbortController();
-    const timer = setTimeout(() => ctl.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), s * 1000);
-    try {
-      return await run(ctl.signal);
-    } finally {
-      clearTimeout(timer);
-    }
+    return s === null ? undefined : performance.now() + s * 1000;
   }
 
   async #submitBody(body: string, key: string, correlationId: string, session: string | undefined): Promise<ActionResult> {
-    const answer = await this.#withDeadline((signal) =>
-      this.#authorised(
-        correlationId,
-        (bearer) =>
-          this.#transport.send({
-            method: 'POST',
-            path: '/actions',
-            correlationId,
-            body,
-            headers: session ? { authorization: bearer, 'idempotency-key': key, 'tollgate-session': session } : { authorization: bearer, 'idempotency-key': key },
-            signal,
-          }),
-        signal,
-      ),
+    const deadline = this.#deadline();
+    const answer = await this.#authorised(
+      correlationId,
+      (bearer) =>
+        this.#transport.send({
+          method: 'POST',
+          path: '/actions',
+          correlationId,
+          body,
+          headers: session ? { authorization: bearer, 'idempotency-key': key, 'tollgate-session': session } : { authorization: bearer, 'idempotency-key': key },
+          deadline,
+        }),
+      deadline,
     );
     if (!isSubmissionBody(answer.body)) throw invalidResponse(answer, 'The submission answer is not a result.');
     return toResult(answer.body, key);
   }
 
   async #status(actionId: string, correlationId: string): Promise<GatewayActionStatus> {
-    const answer = await this.#withDeadline((signal) =>
-      this.#authorised(
-        correlationId,
-        (bearer) =>
-          this.#transport.send({ method: 'GET', path: `/actions/gateway/${encodeURIComponent(actionId)}`, correlationId, headers: { authorization: bearer }, signal }),
-        signal,
-      ),
+    const deadline = this.#deadline();
+    const answer = await this.#authorised(
+      correlationId,
+      (bearer) => this.#transport.send({ method: 'GET', path: `/actions/gateway/${encodeURIComponent(actionId)}`, correlationId, headers: { authorization: bearer }, deadline }),
+      deadline,
     );
     if (!isGatewayStatus(answer.body)) throw invalidResponse(answer, 'The status answer is not an action.');
     return answer.body;
@@ -295,13 +286,13 @@ export class GatewayClient {
    * credentials are exchanged again and the request is sent once more, unchanged; a 401 then, or any
    * other 401, is an AuthenticationError. Other error answers are GatewayApiErrors.
    */
-  async #authorised(correlationId: string, send: (authorization: string) => Promise<HttpAnswer>, signal?: AbortSignal): Promise<HttpAnswer> {
-    const token = await untilAborted(this.#tokens.get(correlationId), signal);
+  async #authorised(correlationId: string, send: (authorization: string) => Promise<HttpAnswer>, deadline: number | undefined): Promise<HttpAnswer> {
+    const token = this.#tokens.current() ?? (await untilDeadline(this.#tokens.get(correlationId), deadline));
     let answer = await send(`Bearer ${token}`);
     if (answer.status === 401 && RETRY_WITH_FRESH_TOKEN.has(errorCode(answer) ?? '')) {
       const first = apiErrorOf(answer, AuthenticationError);
       this.#tokens.discard(token);
-      const fresh = await untilAborted(this.#tokens.get(correlationId), signal);
+      const fresh = await untilDeadline(this.#tokens.get(correlationId), deadline);
       answer = await send(`Bearer ${fresh}`);
       if (answer.status === 401) throw apiErrorOf(answer, AuthenticationError, { cause: first });
     }
@@ -347,26 +338,17 @@ function decisionTimeoutOf(v: number | undefined): number | null {
 }
 
 /**
- * `p`, or the signal's reason once it aborts. A token exchange is shared by concurrent callers, so one
- * caller's deadline stops its own wait, not the exchange (which keeps its own request timeout).
+ * `p`, or a TimeoutError at `deadline` (`performance.now()` milliseconds). A token exchange is shared by
+ * concurrent callers, so one caller's deadline stops its own wait, not the exchange (which keeps its own
+ * request timeout).
  */
-function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return p;
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e as Error);
-      },
-    );
-  });
+function untilDeadline<T>(p: Promise<T>, deadline: number | undefined): Promise<T> {
+  if (deadline === undefined) return p;
+  const ms = deadline - performance.now();
+  if (ms <= 0) return Promise.reject(timeoutError());
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(timeoutError()), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 function nonNegative(name: string, v: number): number {

@@ -39,9 +39,16 @@ export class TokenCache {
     this.#credentials = credentials;
   }
 
+  /** The token held, while it is valid for at least `refreshBeforeMs` more; undefined when `get` would exchange. */
+  current(): string | undefined {
+    const token = this.#token;
+    return token && this.clock.now().getTime() < token.refreshAt ? token.value : undefined;
+  }
+
   /** A token valid for at least `refreshBeforeMs` more, exchanging the credentials when needed. */
   async get(correlationId: string): Promise<string> {
-    if (this.#token && this.clock.now().getTime() < this.#token.refreshAt) return this.#token.value;
+    const held = this.current();
+    if (held !== undefined) return held;
     this.#exchanging ??= this.exchange(correlationId).finally(() => (this.#exchanging = undefined));
     this.#token = await this.#exchanging;
     return this.#token.value;

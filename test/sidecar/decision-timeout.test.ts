@@ -14,10 +14,13 @@ describe('gateway client: decisionTimeoutSeconds', () => {
   let base: string;
   /** Submissions whose client had hung up by the time the stand-in answered. */
   let abandoned = 0;
+  /** Submissions that reached the stand-in. */
+  let submitted = 0;
   const slowMs = 600;
 
   beforeAll(async () => {
     server = createServer((req, res) => {
+      if (!req.url?.endsWith('/identities/token')) submitted += 1;
       req.resume();
       req.on('end', () => {
         setTimeout(() => {
@@ -65,6 +68,23 @@ describe('gateway client: decisionTimeoutSeconds', () => {
     expect(abandoned - before).toBe(1);
     // With a token cached, one slow submission alone fits.
     expect((await c.submit(action)).decision).toBe('allow');
+    await c.close();
+  });
+
+  it('a deadline that passes while the token is exchanged ends the wait then, and the submission is never sent', async () => {
+    const c = client(0.3);
+    const before = submitted;
+    const started = performance.now();
+    const err = await c.submit(action).then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
+    expect(err?.name).toBe('TimeoutError');
+    // Not held until the exchange's own answer (600 ms) or its request timeout (1 s).
+    expect(performance.now() - started).toBeLessThan(slowMs);
+    // The exchange goes on (it is shared, and keeps its own timeout) and answers; nothing is submitted after it.
+    await new Promise((r) => setTimeout(r, slowMs * 1.5));
+    expect(submitted - before).toBe(0);
     await c.close();
   });
 
