@@ -19,6 +19,12 @@ const SIDECAR_FLAGS = SIDECAR_NODE_OPTIONS.split(' ');
 
 const rssMb = (pid: number) => rssOf(pid).rss;
 
+/**
+ * Unmeasured load just before a process's measured halves: long enough for V8 to have optimised the request path
+ * (after start-up, or again after an idle GC, it takes some 5-6 s at 500 requests/s).
+ */
+const WARM_UP_SECONDS = 8;
+
 /** Samples a process's RSS every 100 ms while `during` runs: the highest seen. */
 async function peakRss<T>(pid: number, during: Promise<T>): Promise<{ value: T; peakMb: number }> {
   let peak = rssMb(pid);
@@ -270,7 +276,6 @@ async function isolatedHop(identityDir: string, opts: { seconds: number; rate: n
       { name: 'tcp loopback', origin: `http://127.0.0.1:${floorPort}` },
     ];
     await paced({ origin: stubUrl }, '/api/v1/actions', direct, 2);
-    for (const t of [...transports, ...floors]) await paced(t, '/v1/actions', {}, 2);
     const straight = await paced({ origin: stubUrl }, '/api/v1/actions', direct, opts.seconds);
     const r3 = (x: number) => Number(x.toFixed(3));
     // A paced run's latencies beside the direct calls', and the forwarder's CPU over it.
@@ -288,8 +293,13 @@ async function isolatedHop(identityDir: string, opts: { seconds: number; rate: n
     const rows = [];
     // Each transport's load in two halves, in the order A B B A: whichever ran first paid for the process's first
     // seconds under load (its heap growing, V8 compiling), and came out above the other in every run. Answers each
-    // path's latencies (sorted) and CPU seconds, and the process's peak RSS over the four.
+    // path's latencies (sorted) and CPU seconds, and the process's peak RSS over the four. Warmed up just before,
+    // unmeasured, WARM_UP_SECONDS over both paths: a process idle for some seconds (this one while the other is
+    // measured, or the direct calls run) has its memory reducer's full GC, after which V8 optimises the whole
+    // request path again, some 1 CPU-s over the next 5-6 s at this rate (docs/sidecar.md, Cost): the first
+    // half after an idle paid for that, not for the hop.
     const abba = async (pid: number, paths: typeof transports) => {
+      for (const t of paths) await paced(t, '/v1/actions', {}, WARM_UP_SECONDS / paths.length);
       const measured = new Map<string, { hop: number[]; cpu: number }>(paths.map((t) => [t.name, { hop: [], cpu: 0 }]));
       let peak = 0;
       for (const t of [paths[0]!, paths[1]!, paths[1]!, paths[0]!]) {
