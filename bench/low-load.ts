@@ -14,6 +14,9 @@ import { adminSession, boundAgent, cpuOf, percentiles } from './support.js';
  * the agent in a pod calls it; beside the same submission straight to the API. Sequential, so each figure
  * is one decision's whole latency, not a load's.
  */
+/** Calls through the sidecar before it is measured: enough for V8 to have optimised its request path. */
+const SIDECAR_WARM_UP_CALLS = 3000;
+
 export async function benchLowLoad(opts: { calls: number }) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-embedded-'));
   const identityDir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-identity-'));
@@ -61,9 +64,11 @@ export async function benchLowLoad(opts: { calls: number }) {
     const direct = () => ({ authorization: `Bearer ${token}`, 'idempotency-key': `low-load-${++n}` });
     // Warm both paths (connections, the registry in memory, the sidecar's token), and long enough for V8 to
     // have compiled PGlite's hot WASM functions: over the first ~1,000 decisions its background compiler
-    // takes ~0.6 ms of CPU a decision beside them, from the same two cores.
+    // takes ~0.6 ms of CPU a decision beside them, from the same two cores. The sidecar takes longer: called
+    // one at a time, its request path is optimised over its first ~3,000 calls (some 600 µs of CPU a call in
+    // the first 5 s, 190-210 after 10 s, docs/sidecar.md, Cost); measured after 200, it was still at 580 µs.
     await sequential(straight, '/api/v1/actions', direct, 1000);
-    await sequential(throughSidecar, '/v1/actions', () => ({}), 200);
+    await sequential(throughSidecar, '/v1/actions', () => ({}), SIDECAR_WARM_UP_CALLS);
     // CPU per decision beside the latency: on two shared cores a busy machine moves the latency more than
     // the work each process does for one decision.
     const cpu = () => ({ api: cpuOf([api!.pid!]), sidecar: cpuOf([sidecar!.pid!]) });
