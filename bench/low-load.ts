@@ -8,15 +8,15 @@ import { spawnBuiltTollgate, stop, waitForHttp } from '../test/support/processes
 import { atMost, record } from './results.js';
 import { adminSession, boundAgent, cpuOf, percentiles } from './support.js';
 
+/** Calls through the sidecar before it is measured: enough for V8 to have optimised its request path. */
+const SIDECAR_WARM_UP_CALLS = 3000;
+
 /**
  * bench/low-load: one `POST /actions` at a time, as a newcomer's first agent sends them, on the database
  * `make run` uses (the embedded one, a new DATA_DIR) and through `tollgate sidecar` on its Unix socket, as
  * the agent in a pod calls it; beside the same submission straight to the API. Sequential, so each figure
  * is one decision's whole latency, not a load's.
  */
-/** Calls through the sidecar before it is measured: enough for V8 to have optimised its request path. */
-const SIDECAR_WARM_UP_CALLS = 3000;
-
 export async function benchLowLoad(opts: { calls: number }) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-embedded-'));
   const identityDir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-identity-'));
