@@ -567,10 +567,11 @@ async function inScopeRounds<F, T, A>(
 ): Promise<T> {
   return db.connection().execute(async (conn) => {
     const rollback = () => sql`rollback`.execute(conn).catch(() => undefined);
-    // `first` (the gateway's probe joins on its arrays) is planned for its values each time; `ahead` (the
-    // budgets' count, an insert from its arrays) and the write keep their plans (PgliteRounds).
+    // `ahead` (the budgets' count, an insert from its arrays), the write, and `first` when `prepared`
+    // marked it (the gateway's probe) are kept parsed (PgliteRounds); a `first` not marked is parsed each time.
     const scoped = scopeQuery(scope);
-    const opening = await inRounds.run([...(ahead ? [ahead.query] : []), BEGIN, scoped, first], new Set([...(ahead ? [ahead.query] : []), BEGIN, scoped]));
+    const kept = new Set([...(ahead ? [ahead.query] : []), BEGIN, scoped, ...(preparedQueries.has(first) ? [first] : [])]);
+    const opening = await inRounds.run([...(ahead ? [ahead.query] : []), BEGIN, scoped, first], kept);
     const [went, began, setScope, opened] = ahead ? opening : [undefined, ...opening];
     if (went?.status === 'fulfilled') ahead!.done(went.value.rows as A[]);
     for (const r of [went, began, setScope, opened]) {

@@ -35,7 +35,9 @@ const sessionsOf = (orgId: string, pairs: ReadonlyArray<{ agentId: string; sessi
  * already taken, with `lock` the evidence chain's head, locked for the transaction (null before the
  * organisation's first record), and the facts of `sessions` as they stand before the lock (the
  * decisions' record of them; flow rules read them again behind the lock: readSessions). Sent with the
- * batch's `begin`.
+ * batch's `begin`. Each pair is looked up on its own (a lateral lookup, one row at most) by the actions'
+ * unique key: a plan made for no values in particular (kept, `prepared`) reads an index entry a pair,
+ * where a join of the arrays with the actions could be planned as a read of the organisation's actions.
  */
 export function probeQuery(
   db: Db,
@@ -47,9 +49,12 @@ export function probeQuery(
   return prepared(sql<ProbeRow>`
     select
       (select version from registry_versions where org_id = ${orgId}) as version,
-      (select array_agg(a.agent_id || ' ' || a.idempotency_key)
+      (select array_agg(k.agent_id || ' ' || k.key)
          from unnest(${pairs.map((p) => p.agentId)}::uuid[], ${pairs.map((p) => p.key)}::text[]) as k(agent_id, key)
-         join action_requests a on a.org_id = ${orgId} and a.agent_id = k.agent_id and a.idempotency_key = k.key) as taken,
+         cross join lateral (
+           select 1 from action_requests
+           where org_id = ${orgId} and agent_id = k.agent_id and idempotency_key = k.key
+           limit 1) a) as taken,
       ${lock ? headForUpdate(orgId) : sql`null`} as head,
       ${sessions.length > 0 ? sessionsOf(orgId, sessions) : sql`null`} as sessions`.compile(db));
 }
