@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../api/config.js';
-import { inScope, inScopePiped, openDatabase, type Database } from '../../api/db/database.js';
+import { inScope, inScopePiped, openDatabase, preparedShape, type Database } from '../../api/db/database.js';
 import { onboardAdmin, startTestApp, type TestApp } from '../support/harness.js';
 
 /**
@@ -87,5 +87,33 @@ describe('transactions sent in two round trips', () => {
     ).rejects.toThrow(/division by zero/);
     expect(await renamed()).toBe('Piped one two');
     expect((await sql<{ n: number }>`select 1 as n`.execute(single.db)).rows).toEqual([{ n: 1 }]);
+  });
+
+  it("builds a statement once per shape and runs it with each call's own values, its own parameters kept", async () => {
+    let built = 0;
+    const shaped = (n: number, word: string) =>
+      preparedShape('test echo', [n, word], ([number, text]) => {
+        built++;
+        // `7` is the statement's own parameter, between the caller's two.
+        return sql<{ n: number; seven: number; word: string }>`select ${number}::int as n, ${7}::int as seven, ${text}::text as word`.compile(single.db);
+      });
+    const one = shaped(1, 'one');
+    const two = shaped(2, 'two');
+    expect(built).toBe(1);
+    expect(two.sql).toBe(one.sql);
+    expect([one.parameters, two.parameters]).toEqual([
+      [1, 7, 'one'],
+      [2, 7, 'two'],
+    ]);
+    // Sent as the first statement of a piped transaction, where it is a named prepared statement, twice on the one connection.
+    for (const [query, expected] of [
+      [one, { n: 1, seven: 7, word: 'one' }],
+      [two, { n: 2, seven: 7, word: 'two' }],
+    ] as const) {
+      const rows = await inScopePiped(single.db, { orgId }, query, async (_tx, first) => ({ result: first }));
+      expect(rows).toEqual([expected]);
+    }
+    const { rows: kept } = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(single.db);
+    expect(kept.filter((r) => r.statement === one.sql)).toHaveLength(1);
   });
 });

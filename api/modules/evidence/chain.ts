@@ -170,17 +170,29 @@ export async function writeChained(
  * open.
  */
 export function chainedWrite(tx: Tx, orgId: string, chained: Chained, inserts: Alongside[] = [], unlockedAfter?: ChainHead): CompiledQuery {
-  // The CTEs only add tables to the query's type; the statement ends with the head's update. Each
-  // record is written with the time it was hashed with.
-  // As one JSON parameter: the same text whatever the number of records.
-  let write: QueryCreator<DB> = tx.with(
-    'appended',
-    (db) =>
-      insertAsJson(db, 'evidence_records', chained.records) ??
-      db.insertInto('evidence_records').values(chained.records.map((r) => ({ ...r, payload: JSON.stringify(r.payload), created_at: new Date(r.created_at) }))),
-  ) as unknown as QueryCreator<DB>;
+  // As one JSON parameter: the same text whatever the number of records. Each record is written with
+  // the time it was hashed with.
+  const records = (db: QueryCreator<DB>) =>
+    insertAsJson(db, 'evidence_records', chained.records) ??
+    db.insertInto('evidence_records').values(chained.records.map((r) => ({ ...r, payload: JSON.stringify(r.payload), created_at: new Date(r.created_at) })));
+  return chainedWriteOf(tx, orgId, records, chained.head, inserts, unlockedAfter);
+}
+
+/**
+ * chainedWrite with the records' insert given (`records`) and the head after them (`next`): for a caller
+ * that builds the statement once per shape, with stand-ins for its values (`preparedShape`).
+ */
+export function chainedWriteOf(
+  tx: Tx,
+  orgId: string,
+  records: (db: QueryCreator<DB>) => InsertQueryBuilder<DB, 'evidence_records', InsertResult>,
+  next: ChainHead,
+  inserts: Alongside[] = [],
+  unlockedAfter?: ChainHead,
+): CompiledQuery {
+  // The CTEs only add tables to the query's type; the statement ends with the head's update.
+  let write: QueryCreator<DB> = tx.with('appended', records) as unknown as QueryCreator<DB>;
   for (const a of inserts) write = write.with(a.name, a.insert) as unknown as QueryCreator<DB>;
-  const next = chained.head;
   if (!unlockedAfter) return write.updateTable('evidence_heads').set({ seq: next.seq, hash: next.hash }).where('org_id', '=', orgId).compile();
   // Not `where seq = expected`: a row is picked by the statement's snapshot, in which the append before
   // may not have committed yet. Picked by its key, the row is waited for and then read as committed; a

@@ -5,6 +5,7 @@ export {
   appendAfter,
   appendEvidence,
   chainedWrite,
+  chainedWriteOf,
   chainEvents,
   HeadMoved,
   headForUpdate,

@@ -1,8 +1,8 @@
 import { sql, type CompiledQuery, type Insertable, type QueryCreator } from 'kysely';
-import { prepared, type Db, type Tx } from '../../../db/database.js';
-import { insertAsJson } from '../../../db/json-rows.js';
+import { prepared, preparedShape, type Db, type Tx } from '../../../db/database.js';
+import { insertAsJson, insertJsonRows, jsonRows } from '../../../db/json-rows.js';
 import type { ActionRequestsTable, AgentSessionsTable, ApprovalsTable, DB } from '../../../db/schema.js';
-import { alongside, chainedWrite, headForUpdate, lockedHead, type Chained, type ChainHead } from '../../evidence/index.js';
+import { alongside, chainedWrite, chainedWriteOf, headForUpdate, lockedHead, type Chained, type ChainHead } from '../../evidence/index.js';
 import { notifyHoldersOf, type Notice } from '../../notifications/index.js';
 import { insertTelemetry, type TelemetryEvent } from '../../telemetry/index.js';
 import type { ActionRow } from '../actions.repository.js';
@@ -18,13 +18,14 @@ export interface ProbeRow {
 }
 
 /**
- * The facts of `pairs`' sessions: a subquery of one JSON array, null when none is stored. One primary-key
- * lookup a pair (the `limit` keeps the planner from joining on the organisation's prefix instead, which
- * would read every session the organisation has whenever its statistics say there are few).
+ * The facts of the sessions `agentIds[i]`, `sessionKeys[i]`: a subquery of one JSON array, null when none
+ * is stored. One primary-key lookup a pair (the `limit` keeps the planner from joining on the
+ * organisation's prefix instead, which would read every session the organisation has whenever its
+ * statistics say there are few).
  */
-const sessionsOf = (orgId: string, pairs: ReadonlyArray<{ agentId: string; session: string }>) => sql<SessionRow[] | null>`
+const sessionsOf = (orgId: unknown, agentIds: unknown, sessionKeys: unknown) => sql<SessionRow[] | null>`
   (select json_agg(json_build_object('agent_id', k.agent_id, 'session_key', k.session_key, 'facts', s.facts))
-     from unnest(${pairs.map((p) => p.agentId)}::uuid[], ${pairs.map((p) => p.session)}::text[]) as k(agent_id, session_key)
+     from unnest(${agentIds}::uuid[], ${sessionKeys}::text[]) as k(agent_id, session_key)
      cross join lateral (
        select facts from agent_sessions
        where org_id = ${orgId} and agent_id = k.agent_id and session_key = k.session_key
@@ -46,17 +47,21 @@ export function probeQuery(
   lock: boolean,
   sessions: ReadonlyArray<{ agentId: string; session: string }>,
 ): CompiledQuery<ProbeRow> {
-  return prepared(sql<ProbeRow>`
-    select
-      (select version from registry_versions where org_id = ${orgId}) as version,
-      (select array_agg(k.agent_id || ' ' || k.key)
-         from unnest(${pairs.map((p) => p.agentId)}::uuid[], ${pairs.map((p) => p.key)}::text[]) as k(agent_id, key)
-         cross join lateral (
-           select 1 from action_requests
-           where org_id = ${orgId} and agent_id = k.agent_id and idempotency_key = k.key
-           limit 1) a) as taken,
-      ${lock ? headForUpdate(orgId) : sql`null`} as head,
-      ${sessions.length > 0 ? sessionsOf(orgId, sessions) : sql`null`} as sessions`.compile(db));
+  const read = sessions.length > 0;
+  const values = [orgId, pairs.map((p) => p.agentId), pairs.map((p) => p.key), ...(read ? [sessions.map((p) => p.agentId), sessions.map((p) => p.session)] : [])];
+  return preparedShape(`probe ${lock ? 'lock' : ''} ${read ? 'sessions' : ''}`, values, ([org, agentIds, keys, sessionAgentIds, sessionKeys]) =>
+    sql<ProbeRow>`
+      select
+        (select version from registry_versions where org_id = ${org}) as version,
+        (select array_agg(k.agent_id || ' ' || k.key)
+           from unnest(${agentIds}::uuid[], ${keys}::text[]) as k(agent_id, key)
+           cross join lateral (
+             select 1 from action_requests
+             where org_id = ${org} and agent_id = k.agent_id and idempotency_key = k.key
+             limit 1) a) as taken,
+        ${lock ? headForUpdate(org as string) : sql`null`} as head,
+        ${read ? sessionsOf(org, sessionAgentIds, sessionKeys) : sql`null`} as sessions`.compile(db),
+  );
 }
 
 /**
@@ -66,7 +71,7 @@ export function probeQuery(
  */
 export async function readSessions(tx: Tx, orgId: string, pairs: ReadonlyArray<{ agentId: string; session: string }>): Promise<SessionRow[]> {
   if (pairs.length === 0) return [];
-  const { rows } = await sql<{ sessions: SessionRow[] | null }>`select ${sessionsOf(orgId, pairs)} as sessions`.execute(tx);
+  const { rows } = await sql<{ sessions: SessionRow[] | null }>`select ${sessionsOf(orgId, pairs.map((p) => p.agentId), pairs.map((p) => p.session))} as sessions`.execute(tx);
   return rows[0]?.sessions ?? [];
 }
 
@@ -75,7 +80,11 @@ export async function readSessions(tx: Tx, orgId: string, pairs: ReadonlyArray<{
  * merge_session_facts (migration 0021), so batches of one session written in any order add up.
  */
 export function sessionsWrite(db: QueryCreator<DB>, rows: Insertable<AgentSessionsTable>[]) {
-  const insert = insertAsJson(db, 'agent_sessions', rows)!;
+  return sessionsMerged(insertAsJson(db, 'agent_sessions', rows)!);
+}
+
+/** An insert of sessions' facts, merged into those stored (sessionsWrite). */
+function sessionsMerged(insert: ReturnType<typeof insertJsonRows<'agent_sessions'>>) {
   return insert.onConflict((oc) =>
     oc.columns(['org_id', 'agent_id', 'session_key']).doUpdateSet({
       facts: sql`merge_session_facts(agent_sessions.facts, excluded.facts)`,
@@ -117,6 +126,30 @@ export function batchWrite(
   notices: Notice[] = [],
   sessions: Insertable<AgentSessionsTable>[] = [],
 ): CompiledQuery {
+  // Records, actions and sessions alone (the common batch) make a text that does not vary with the
+  // batch's size: built once per shape (which columns the rows set, and whether the head is held).
+  if (approvals.length + telemetry.length + notices.length === 0) {
+    const records = jsonRows(chained.records);
+    const acts = actions.length > 0 ? jsonRows(actions) : undefined;
+    const facts = sessions.length > 0 ? jsonRows(sessions) : undefined;
+    if (records && (actions.length === 0 || acts) && (sessions.length === 0 || facts)) {
+      const shape = `batch ${unlockedAfter ? 'after' : 'held'} ${records.columns} ${acts?.columns ?? ''} ${facts?.columns ?? ''}`;
+      const values = [orgId, records.document, acts?.document, facts?.document, chained.head.seq, chained.head.hash, unlockedAfter?.seq, unlockedAfter?.hash];
+      return preparedShape(shape, values, ([org, recordsDoc, actionsDoc, factsDoc, seq, hash, afterSeq, afterHash]) =>
+        chainedWriteOf(
+          tx,
+          org as string,
+          (db) => insertJsonRows(db, 'evidence_records', records.columns, recordsDoc),
+          { seq: seq as number, hash: hash as string },
+          [
+            ...(acts ? [alongside('actions', (db) => insertJsonRows(db, 'action_requests', acts.columns, actionsDoc, ACTION_JSON_TEXT))] : []),
+            ...(facts ? [alongside('sessions', (db) => sessionsMerged(insertJsonRows(db, 'agent_sessions', facts.columns, factsDoc)))] : []),
+          ],
+          unlockedAfter && { seq: afterSeq as number, hash: afterHash as string },
+        ),
+      );
+    }
+  }
   const write = chainedWrite(
     tx,
     orgId,
@@ -132,7 +165,6 @@ export function batchWrite(
     ],
     unlockedAfter,
   );
-  // Records, actions and sessions alone (the common batch) make a text that does not vary with the batch's size.
   return approvals.length + telemetry.length + notices.length === 0 ? prepared(write) : write;
 }
 
