@@ -27,6 +27,7 @@ import { signup } from './migrations/0018_signup.js';
 import { publicSubmissions } from './migrations/0019_public.js';
 import { evidenceHeadTrigger } from './migrations/0020_evidence_head_trigger.js';
 import { flowAndReplay } from './migrations/0021_flow_and_replay.js';
+import { idempotencyIndex } from './migrations/0022_idempotency_index.js';
 import { EmbeddedMaintenance } from './embedded-maintenance.js';
 import type { PgliteRounds } from './pglite-rounds.js';
 import type { DB } from './schema.js';
@@ -67,6 +68,7 @@ export function migrations(runtimeRole: string): Record<string, Migration> {
     '0019_public': publicSubmissions(runtimeRole),
     '0020_evidence_head_trigger': evidenceHeadTrigger(),
     '0021_flow_and_replay': flowAndReplay(runtimeRole),
+    '0022_idempotency_index': idempotencyIndex(),
   };
 }
 

@@ -56,12 +56,8 @@ function perStatement(messages: BackendMessage[]): BackendMessage[][] {
  * Kept: the batch's write (its inserts and the head's update by key, ~0.25 ms more to plan each time) and
  * the gateway's probe (~0.12 ms of PGlite a decision in bench/low-load: 0.93 against 1.05 ms). The probe
  * looks each pair up by the actions' unique key (a lateral lookup of one row), so its plan reads an index
- * entry a pair for any values, once its tables have been analysed; before that, on a table that was empty
- * when planned, the lookup may be planned on the organisation's page index instead (both cost the same
- * there) and read the organisation's actions until the next analyze: as on PostgreSQL, where the probe
- * takes its generic plan from its first run (GENERIC_PLANS) until autovacuum has analysed. Only for
- * statements whose text the schema cannot change under while the process runs (the embedded database
- * migrates before it serves).
+ * entry a pair for any values, on tables analysed or not (migration 0022). Only for statements whose text
+ * the schema cannot change under while the process runs (the embedded database migrates before it serves).
  */
 export class PgliteRounds {
   /** By text, least recently used first. */
