@@ -12,8 +12,9 @@ import { run } from './helpers.js';
  * until the next analyze made the plan again. On PostgreSQL 15 under `bench/decisions` (pg_stat_statements,
  * one organisation), the probe took 31 to 226 µs a decision before, by whether its connections had planned
  * it before autovacuum's first analyze, and 10-11 µs after.
- * test/api/gateway-embedded.test.ts holds the plan on a table never analysed; an index added to
- * `action_requests` later that the lookup could use must be made before this one is made again.
+ * test/api/gateway-embedded.test.ts holds the plan on a table never analysed: an index on `action_requests`
+ * added later that the lookup could use (one led by `org_id`) would be the last one made and fail it, and
+ * this one would then have to be made again after it.
  */
 export function idempotencyIndex() {
   return {
