@@ -60,6 +60,7 @@ chromium: ## install Debian's Chromium for the console's browser tests when miss
 
 dist/cli.js: $(NPM_STAMP) $(SOURCES) $(FRAMEWORKS) $(PRICING)
 	npx tsc -p tsconfig.json
+	npm run --silent build:sidecar
 	@mkdir -p dist/api/modules/governance/frameworks && cp $(FRAMEWORKS) dist/api/modules/governance/frameworks/
 	@cp $(PRICING) dist/api/modules/public/
 	@touch $@

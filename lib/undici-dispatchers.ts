@@ -1,5 +1,8 @@
-import { createRequire } from 'node:module';
 import type * as undici from 'undici';
+import DispatcherClass from 'undici/lib/dispatcher/dispatcher.js';
+import AgentClass from 'undici/lib/dispatcher/agent.js';
+import PoolClass from 'undici/lib/dispatcher/pool.js';
+import apiRequest from 'undici/lib/api/api-request.js';
 
 /**
  * undici's `Agent` and `Pool`, and nothing else of undici. The package's entry point loads all of it (fetch,
@@ -9,15 +12,13 @@ import type * as undici from 'undici';
  * are the classes the entry point exports, with `request` put on their prototype as the entry point puts it;
  * a process that also loads the entry point (the API) shares them. test/unit/undici-dispatchers.test.ts holds
  * the paths to the package's layout, so that an upgrade that moves them fails there.
+ *
+ * Static imports (CommonJS modules, whose `module.exports` is the default export), so that the sidecar's bundle
+ * (package.json's `build:sidecar`) holds them: lib/undici-internals.d.ts types them.
  */
-const require = createRequire(import.meta.url);
+if (typeof DispatcherClass.prototype.request !== 'function') DispatcherClass.prototype.request = apiRequest;
 
-const Dispatcher = require('undici/lib/dispatcher/dispatcher.js') as typeof undici.Dispatcher;
-if (typeof Dispatcher.prototype.request !== 'function') {
-  Dispatcher.prototype.request = require('undici/lib/api/api-request.js') as undici.Dispatcher['request'];
-}
-
-export const Agent = require('undici/lib/dispatcher/agent.js') as typeof undici.Agent;
+export const Agent = AgentClass;
 export type Agent = undici.Agent;
-export const Pool = require('undici/lib/dispatcher/pool.js') as typeof undici.Pool;
+export const Pool = PoolClass;
 export type Pool = undici.Pool;

@@ -1,7 +1,9 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { promisify } from 'node:util';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { LATEST_PROTOCOL_VERSION, PROTOCOL_VERSIONS } from '../../sidecar/mcp-upstream.js';
 import { ROOT } from '../support/processes.js';
@@ -49,7 +51,40 @@ describe('what tollgate sidecar loads', () => {
     const folders = new Set([...files].map((f) => path.relative(ROOT, f).split(path.sep)[0]));
     expect([...folders].sort()).toEqual(['client', 'lib', 'sidecar']);
     // undici comes through lib/undici-dispatchers.ts (its Agent and Pool, not its entry point): see below.
-    expect([...packages].sort()).toEqual(['pino', 'prom-client']);
+    expect([...packages].sort()).toEqual(['pino', 'prom-client', 'undici']);
+  });
+
+  it('is built into one file: dist/sidecar/main.js loads nothing from node_modules, only Node\'s own modules', async () => {
+    // `make build` (package.json's build:sidecar) bundles sidecar/main.ts with what it imports, over tsc's output, so
+    // that the pod's process resolves and reads no package at start (bench/sidecar.ts: some 4 MB of RSS and a third
+    // of the start-up time; docs/sidecar.md, Footprint).
+    const bundle = path.join(ROOT, 'dist', 'sidecar', 'main.js');
+    const code = readFileSync(bundle, 'utf8');
+    const specifiers = [
+      // Statements (esbuild writes them minified: `import{x as y}from"node:http";`), dynamic imports, and the
+      // CommonJS code's require calls.
+      ...[...code.matchAll(/(?:^|[;}\s])import\s*(?:[\w$*{}\s,]+?\s*from\s*)?["']([^"']+)["']/g)].map((m) => m[1]!),
+      ...[...code.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => m[1]!),
+      ...[...code.matchAll(/\b(?:__)?require\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => m[1]!),
+    ];
+    expect(specifiers).toEqual(expect.arrayContaining(['node:module', 'node:http', 'node:http2', 'worker_threads']));
+    // node:sqlite is Node 22's (undici probes for it, for a cache store the sidecar does not make).
+    expect(specifiers.filter((s) => !isBuiltin(s) && s !== 'node:sqlite')).toEqual([]);
+    // Loaded, it has its classes and reads no file of a package: no CommonJS module in the cache, and no use of
+    // the lexer Node runs over a CommonJS module that an ES module imports.
+    const script = `
+      import { createRequire } from 'node:module';
+      const sidecar = await import(${JSON.stringify(pathToFileURL(bundle).href)});
+      console.log(JSON.stringify({
+        exports: Object.keys(sidecar).sort(),
+        cached: Object.keys(createRequire(import.meta.url).cache),
+        lexer: process.moduleLoadList.some((m) => m.includes('cjs-module-lexer')),
+      }));`;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT });
+    const seen = JSON.parse(stdout.trim().split('\n').pop()!) as { exports: string[]; cached: string[]; lexer: boolean };
+    expect(seen.exports).toEqual(expect.arrayContaining(['SidecarConfigError', 'sidecarConfig', 'startSidecar']));
+    expect(seen.cached).toEqual([]);
+    expect(seen.lexer).toBe(false);
   });
 
   it('talks HTTP with undici\'s Agent and Pool alone: not the whole package, and not Node\'s own copy of undici', async () => {
