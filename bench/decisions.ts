@@ -65,7 +65,7 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     // CPU time per decision of the API and of PostgreSQL (every backend), from /proc: what the load
     // costs each, whoever else shares the cores.
     const perDecision = (ms: number, r: autocannon.Result) => Math.round((ms * 1000) / r.requests.total);
-    const row = (name: string, r: autocannon.Result, cpu?: { api: number; postgres: number }, rssMb?: number) => ({
+    const row = (name: string, r: autocannon.Result, cpu?: { api: number; postgres: number }, rssMb?: number, grouped?: Grouping) => ({
       load: `${opts.connections} agents, ${name}`,
       api_cpu_us_per_decision: cpu ? perDecision(cpu.api, r) : null,
       postgres_cpu_us_per_decision: cpu ? perDecision(cpu.postgres, r) : null,
@@ -79,14 +79,20 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
       // The API's resident memory as the load ends (the old generation's garbage since the last full GC
       // included: V8 lets it grow with the allocation rate).
       api_rss_mb_after: rssMb ?? null,
+      // How the load was grouped, from the API's own metrics: submissions per group-commit batch, and
+      // organisations' batches per transaction (D36). A batch's statements and a transaction's round trips
+      // and commit are spread over these.
+      decisions_per_batch: grouped ? grouped.decisionsPerBatch : null,
+      batches_per_transaction: grouped ? grouped.batchesPerTransaction : null,
     });
     const measured = async (name: string, run: () => Promise<autocannon.Result>) => {
       statements?.reset();
+      const counted = await batchCounts(base);
       const before = { api: cpuOf([api!.pid!]), postgres: postgresCpuOf(cluster.dataDir) };
       const result = await run();
       statements?.report(name, result.requests.total);
       const cpu = { api: cpuOf([api!.pid!]) - before.api, postgres: postgresCpuOf(cluster.dataDir) - before.postgres };
-      return { result, cpu, rss: rssOf(api!.pid!).rss };
+      return { result, cpu, rss: rssOf(api!.pid!).rss, grouped: grouping(counted, await batchCounts(base)) };
     };
     results.push(row('floor: fastify + one durable insert per request', floorRun));
     // Unmeasured, a few seconds of the first load: the first seconds of a fresh process (V8 compiling the
@@ -94,16 +100,16 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     // load repeated later does, within this machine's spread of about ±20% (bench/README.md, Latest figures).
     await load(base, hot, { ...opts, seconds: WARM_UP_SECONDS });
     const hottest = await measured('one organisation', () => load(base, hot, opts));
-    results.push(row('one organisation', hottest.result, hottest.cpu, hottest.rss));
+    results.push(row('one organisation', hottest.result, hottest.cpu, hottest.rss, hottest.grouped));
     // The latency target is set at 70% of the maximum: the same agents, paced to that rate.
     const paced = Math.round(hottest.result.requests.average * 0.7);
     const pacedRun = await measured('paced', () => load(base, hot, opts, paced));
-    results.push(row(`one organisation, paced at 70% (${paced}/s)`, pacedRun.result, pacedRun.cpu, pacedRun.rss));
+    results.push(row(`one organisation, paced at 70% (${paced}/s)`, pacedRun.result, pacedRun.cpu, pacedRun.rss, pacedRun.grouped));
     const tenOrgs = await measured('ten organisations', () => load(base, spread, opts));
-    results.push(row('ten organisations', tenOrgs.result, tenOrgs.cpu, tenOrgs.rss));
+    results.push(row('ten organisations', tenOrgs.result, tenOrgs.cpu, tenOrgs.rss, tenOrgs.grouped));
     // Issue 21: a flow rule in play (session facts read behind the chain head's lock, no overlap of batches).
     const flow = await measured('one organisation, a flow rule in play', () => load(base, flowing, opts));
-    results.push(row('one organisation, a flow rule in play', flow.result, flow.cpu, flow.rss));
+    results.push(row('one organisation, a flow rule in play', flow.result, flow.cpu, flow.rss, flow.grouped));
     const one = results[1]!;
     record('decisions', 'one organisation, a flow rule in play', results[4]!.decisions_per_second, 'decisions/s');
     record('decisions', 'one organisation, a flow rule in play, p99', results[4]!.p99_ms, 'ms');
@@ -116,6 +122,12 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     record('decisions', 'one organisation, PostgreSQL\'s CPU per decision', one.postgres_cpu_us_per_decision!, 'µs');
     record('decisions', 'ten organisations, the API\'s CPU per decision', results[3]!.api_cpu_us_per_decision!, 'µs');
     record('decisions', 'ten organisations, PostgreSQL\'s CPU per decision', results[3]!.postgres_cpu_us_per_decision!, 'µs');
+    const grouped: Array<[string, number | null]> = [
+      ['one organisation, submissions per batch', results[1]!.decisions_per_batch],
+      ['ten organisations, submissions per batch', results[3]!.decisions_per_batch],
+      ["ten organisations, organisations' batches per transaction", results[3]!.batches_per_transaction],
+    ];
+    for (const [figure, value] of grouped) if (value !== null) record('decisions', figure, value, '');
     record('decisions', 'bare inserts (pgbench)', Math.round(inserts), 'transactions/s');
     record('decisions', 'floor (fastify + one durable insert)', Math.round(floor), 'requests/s');
     const memory = rssOf(api.pid!);
@@ -127,6 +139,43 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     await stop(floorServer);
     cluster.stop();
   }
+}
+
+/** The sums and counts of the API's histograms of batch sizes and of batches per transaction (api/platform/metrics.ts). */
+interface BatchCounts {
+  batchSum: number;
+  batchCount: number;
+  transactionSum: number;
+  transactionCount: number;
+}
+
+interface Grouping {
+  decisionsPerBatch: number;
+  batchesPerTransaction: number;
+}
+
+/** The API's batch and transaction histograms' sums and counts, scraped from its /metrics. */
+async function batchCounts(base: string): Promise<BatchCounts> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  return {
+    batchSum: value('tollgate_decision_batch_size_sum'),
+    batchCount: value('tollgate_decision_batch_size_count'),
+    transactionSum: value('tollgate_decision_transaction_batches_sum'),
+    transactionCount: value('tollgate_decision_transaction_batches_count'),
+  };
+}
+
+/** Submissions per batch and batches per transaction between two scrapes. */
+function grouping(before: BatchCounts, after: BatchCounts): Grouping | undefined {
+  const batches = after.batchCount - before.batchCount;
+  const transactions = after.transactionCount - before.transactionCount;
+  if (batches <= 0 || transactions <= 0) return undefined;
+  const round = (n: number) => Number(n.toFixed(2));
+  return {
+    decisionsPerBatch: round((after.batchSum - before.batchSum) / batches),
+    batchesPerTransaction: round((after.transactionSum - before.transactionSum) / transactions),
+  };
 }
 
 /**
