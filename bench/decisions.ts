@@ -82,7 +82,7 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
       // How the load was grouped, from the API's own metrics: submissions per group-commit batch, and
       // organisations' batches per transaction (D36). A batch's statements and a transaction's round trips
       // and commit are spread over these.
-      decisions_per_batch: grouped ? grouped.decisionsPerBatch : null,
+      submissions_per_batch: grouped ? grouped.submissionsPerBatch : null,
       batches_per_transaction: grouped ? grouped.batchesPerTransaction : null,
     });
     const measured = async (name: string, run: () => Promise<autocannon.Result>) => {
@@ -123,8 +123,8 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     record('decisions', 'ten organisations, the API\'s CPU per decision', results[3]!.api_cpu_us_per_decision!, 'µs');
     record('decisions', 'ten organisations, PostgreSQL\'s CPU per decision', results[3]!.postgres_cpu_us_per_decision!, 'µs');
     const grouped: Array<[string, number | null]> = [
-      ['one organisation, submissions per batch', results[1]!.decisions_per_batch],
-      ['ten organisations, submissions per batch', results[3]!.decisions_per_batch],
+      ['one organisation, submissions per batch', results[1]!.submissions_per_batch],
+      ['ten organisations, submissions per batch', results[3]!.submissions_per_batch],
       ["ten organisations, organisations' batches per transaction", results[3]!.batches_per_transaction],
     ];
     for (const [figure, value] of grouped) if (value !== null) record('decisions', figure, value, '');
@@ -150,14 +150,18 @@ interface BatchCounts {
 }
 
 interface Grouping {
-  decisionsPerBatch: number;
+  submissionsPerBatch: number;
   batchesPerTransaction: number;
 }
 
 /** The API's batch and transaction histograms' sums and counts, scraped from its /metrics. */
 async function batchCounts(base: string): Promise<BatchCounts> {
   const text = await (await fetch(`${base}/metrics`)).text();
-  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  const value = (name: string) => {
+    const found = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    if (!found) throw new Error(`the API's /metrics has no ${name}`);
+    return Number(found[1]);
+  };
   return {
     batchSum: value('tollgate_decision_batch_size_sum'),
     batchCount: value('tollgate_decision_batch_size_count'),
@@ -173,7 +177,7 @@ function grouping(before: BatchCounts, after: BatchCounts): Grouping | undefined
   if (batches <= 0 || transactions <= 0) return undefined;
   const round = (n: number) => Number(n.toFixed(2));
   return {
-    decisionsPerBatch: round((after.batchSum - before.batchSum) / batches),
+    submissionsPerBatch: round((after.batchSum - before.batchSum) / batches),
     batchesPerTransaction: round((after.transactionSum - before.transactionSum) / transactions),
   };
 }
