@@ -7,7 +7,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { freePort, postgresBinDir } from '../test/support/postgres-cluster.js';
 import { atLeast, atMost, record } from './results.js';
-import { adminSession, benchDatabase, cpuOf, postgresCpuOf, rssOf } from './support.js';
+import { adminSession, benchDatabase, cpuOf, metricSamples, postgresCpuOf, rssOf } from './support.js';
 import { ROOT, spawnBuiltTollgate, stop, waitForHttp } from '../test/support/processes.js';
 
 /**
@@ -156,11 +156,11 @@ interface Grouping {
 
 /** The API's batch and transaction histograms' sums and counts, scraped from its /metrics. */
 async function batchCounts(base: string): Promise<BatchCounts> {
-  const text = await (await fetch(`${base}/metrics`)).text();
+  const samples = await metricSamples(`${base}/metrics`);
   const value = (name: string) => {
-    const found = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-    if (!found) throw new Error(`the API's /metrics has no ${name}`);
-    return Number(found[1]);
+    const found = samples.get(name);
+    if (found === undefined) throw new Error(`the API's /metrics has no ${name}`);
+    return found;
   };
   return {
     batchSum: value('tollgate_decision_batch_size_sum'),

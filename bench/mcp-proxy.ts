@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { mcpSidecar } from './mcp-sidecar.js';
 import { atMost, record } from './results.js';
+import { metricSamples } from './support.js';
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 const ms = (n: number) => Number(n.toFixed(2));
@@ -28,8 +29,8 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /** The sidecar's own account of its `tools/call`s from its metrics: how many, and their summed added seconds. */
 async function sidecarAccount(metricsUrl: string): Promise<{ count: number; sum: number }> {
-  const text = await (await fetch(metricsUrl)).text();
-  const value = (name: string) => Number(new RegExp(`^${name}\\{kind="mcp_call"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  const samples = await metricSamples(metricsUrl);
+  const value = (name: string) => samples.get(`${name}{kind="mcp_call"}`) ?? 0;
   return { count: value('tollgate_sidecar_added_latency_seconds_count'), sum: value('tollgate_sidecar_added_latency_seconds_sum') };
 }
 

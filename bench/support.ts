@@ -125,3 +125,18 @@ export function percentiles(ms: number[]): { p50: number; p99: number } {
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
   return { p50: at(0.5), p99: at(0.99) };
 }
+
+/**
+ * The samples of the Prometheus text at `url` (prom-client's: no timestamps), by name with its labels as
+ * written, e.g. `tollgate_sidecar_added_latency_seconds_count{kind="mcp_call"}`.
+ */
+export async function metricSamples(url: string): Promise<Map<string, number>> {
+  const text = await (await fetch(url)).text();
+  const samples = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const space = line.lastIndexOf(' ');
+    samples.set(line.slice(0, space), Number(line.slice(space + 1)));
+  }
+  return samples;
+}
