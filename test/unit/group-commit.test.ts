@@ -121,6 +121,25 @@ describe('GroupCommit, pipelined', () => {
     expect(started).toEqual([[0], [1, 2, 3, 4], [5]]);
   });
 
+  it('starts an idle organisation\'s batch with every job added in the same turn of the event loop', async () => {
+    const started: number[][] = [];
+    const group = new GroupCommit<number, number>(async (_org, jobs, { release, handOver }) => {
+      started.push(jobs);
+      release();
+      await tick(1);
+      handOver(jobs.length);
+    });
+    // Requests read in one turn (the process was busy while they arrived) go as one batch, not as a batch of
+    // the first and then one of the rest.
+    for (const j of [0, 1, 2]) group.add('org', j);
+    expect(started).toEqual([]);
+    await tick(5);
+    expect(started).toEqual([[0, 1, 2]]);
+    group.add('org', 3);
+    await tick(5);
+    expect(started).toEqual([[0, 1, 2], [3]]);
+  });
+
   it('keeps organisations apart and forgets an organisation once its queue is empty', async () => {
     const seen = new Map<string, number[]>();
     const group = new GroupCommit<number, number>(async (org, jobs, { release, handOver }) => {

@@ -44,7 +44,8 @@ interface OrgQueue<Job> {
  * next batch (at most `maxBatch`), so one transaction and one commit serve many submissions; and the
  * next batch starts as soon as the one before releases it (once its records are signed), so it is
  * decided while the one before writes and commits, and builds on that one's hand-over (its chain
- * head). At most `maxInFlight` batches of one organisation run at once. `runBatch` settles every job of
+ * head). At most `maxInFlight` batches of one organisation run at once. An idle organisation's first batch
+ * starts in the next turn of the event loop, with every job added in this one. `runBatch` settles every job of
  * its batch itself and never rejects; a batch that ends without releasing or handing over does both.
  */
 export class GroupCommit<Job, H> {
@@ -65,7 +66,13 @@ export class GroupCommit<Job, H> {
     }
     queue.jobs.push(job);
     queue.wake?.();
-    if (!queue.draining) void this.drain(orgId, queue);
+    if (queue.draining) return;
+    // The first batch of an idle organisation starts once this turn of the event loop has read what
+    // arrived with this job, and goes with it: several requests read in one turn (the process was busy
+    // while they came) would otherwise go as a batch of one, then as a batch of the rest after its round
+    // trips.
+    queue.draining = true;
+    setImmediate(() => void this.drain(orgId, queue));
   }
 
   private async drain(orgId: string, queue: OrgQueue<Job>): Promise<void> {
