@@ -5,6 +5,7 @@ import { benchBreaker } from './breaker.js';
 import { benchController } from './controller.js';
 import { benchDecisions } from './decisions.js';
 import { benchGraph } from './graph.js';
+import { benchIds } from './ids.js';
 import { benchLowLoad } from './low-load.js';
 import { benchMcpProxy } from './mcp-proxy.js';
 import { benchMemory } from './memory.js';
@@ -17,7 +18,7 @@ import { benchTokenVerify } from './token-verify.js';
 
 /**
  * `make bench`: every benchmark, printed as tables. BENCH_SECONDS and BENCH_CONNECTIONS tune the HTTP
- * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, authzen, controller, sidecar, low-load, mcp-proxy, breaker, risk, graph, replay, memory). BENCH_AGENTS sets
+ * load; BENCH_ONLY=<name> runs one (token-verify, policy, api-requests, decisions, ids, authzen, controller, sidecar, low-load, mcp-proxy, breaker, risk, graph, replay, memory). BENCH_AGENTS sets
  * the concurrency of the decisions and authzen benchmarks (default 32); BENCH_CONTROLLER_AGENTS the Agent resources of the
  * controller benchmark (default 1000) and BENCH_CONTROLLER_WORKERS its reconciles in flight per kind (default 4).
  */
@@ -45,6 +46,12 @@ if (!only || only === 'decisions') {
   const agents = Number(process.env.BENCH_AGENTS ?? 32);
   console.log(`decisions: ${agents} concurrent agents, ${seconds} s per load, durable PostgreSQL, 2-process loopback`);
   console.table(await benchDecisions({ seconds, connections: agents }));
+}
+
+if (!only || only === 'ids') {
+  const rows = Number(process.env.BENCH_IDS_ROWS ?? 1_000_000);
+  console.log(`ids: a uuid-keyed table of ${rows.toLocaleString('en')} rows, random against time-ordered ids: 20,000 more rows in transactions of 10 right after a checkpoint, the WAL and PostgreSQL's CPU a row (durable PostgreSQL; no target, D41)`);
+  console.table(await benchIds({ rows, inserts: 20_000 }));
 }
 
 if (!only || only === 'authzen') {

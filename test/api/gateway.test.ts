@@ -87,6 +87,22 @@ describe('gateway: actions, decisions and approvals', () => {
       expect((await admin.client.get(api('/executions'))).json().items.map((d: { action_id: string }) => d.action_id)).toContain(body.action.id);
     });
 
+    it('gives actions, their approvals and evidence records time-ordered ids (UUID version 7), later ones greater (D41)', async () => {
+      const version7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+      const first = (await submit(lookup)).json();
+      const second = (await submit(payment())).json();
+      const third = (await submit(lookup)).json();
+      const actions = [first, second, third].map((b) => b.action.id as string);
+      for (const id of [...actions, second.approval.id]) expect(id).toMatch(version7);
+      expect([...actions].sort()).toEqual(actions);
+      const evidence = [];
+      for (const id of actions) evidence.push(...(await admin.client.get(api(`/evidence?action_request_id=${id}`))).json().items);
+      const bySeq = evidence.sort((a: { seq: number }, b: { seq: number }) => a.seq - b.seq).map((e: { id: string }) => e.id);
+      expect(bySeq.length).toBeGreaterThanOrEqual(5);
+      for (const id of bySeq) expect(id).toMatch(version7);
+      expect([...bySeq].sort()).toEqual(bySeq);
+    });
+
     it('denies as a normal 200 result: unknown tool, no binding, constraint, secret', async () => {
       const cases: Array<[Record<string, unknown>, string]> = [
         [{ ...lookup, tool: 'crm.export_all' }, 'UNKNOWN_TOOL'],

@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
+import { timeOrderedId } from '../../db/ids.js';
 import type { Position } from '../../platform/pagination.js';
 
 export interface AuditEntry {
@@ -19,7 +19,7 @@ export async function recordAudit(tx: Tx, orgId: string, e: AuditEntry, at?: Dat
   await tx
     .insertInto('audit_events')
     .values({
-      id: randomUUID(),
+      id: timeOrderedId(),
       org_id: orgId,
       ...(at ? { at } : {}),
       actor_type: e.actorType,

@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { sql, type CompiledQuery, type InsertQueryBuilder, type InsertResult, type QueryCreator, type RawBuilder, type Selectable } from 'kysely';
 import type { Tx } from '../../db/database.js';
+import { timeOrderedId } from '../../db/ids.js';
 import { insertAsJson } from '../../db/json-rows.js';
 import type { DB, EvidenceRecordsTable } from '../../db/schema.js';
 import { isUniqueViolation } from '../../platform/schemas.js';
@@ -83,7 +83,7 @@ export function chainEvents(signer: EvidenceSigner, orgId: string, head: ChainHe
   let prev = head.hash;
   const records: ChainedRecord[] = events.map((e) => {
     const body: EvidenceBody = {
-      id: randomUUID(),
+      id: timeOrderedId(),
       org_id: orgId,
       seq: ++seq,
       prev_hash: prev,

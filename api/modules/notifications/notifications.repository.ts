@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { QueryCreator } from 'kysely';
 import type { Tx } from '../../db/database.js';
+import { timeOrderedId } from '../../db/ids.js';
 import type { DB } from '../../db/schema.js';
 import { rolesGranting, type Permission } from '../roles/index.js';
 import type { Position } from '../../platform/pagination.js';
@@ -28,7 +28,7 @@ export async function notify(
 ): Promise<void> {
   await tx
     .insertInto('notifications')
-    .values({ id: randomUUID(), org_id: orgId, user_id: userId, kind, title, body, created_at: at })
+    .values({ id: timeOrderedId(), org_id: orgId, user_id: userId, kind, title, body, created_at: at })
     .execute();
 }
 

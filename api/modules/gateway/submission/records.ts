@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import type { Insertable } from 'kysely';
+import { timeOrderedId } from '../../../db/ids.js';
 import type { ActionRequestsTable, ApprovalsTable } from '../../../db/schema.js';
 import type { ApprovalRow } from '../../approvals/index.js';
 import type { EvidenceEvent } from '../../evidence/index.js';
@@ -123,7 +123,7 @@ export function decideSubmission(
   if (!redeeming && decision.decision === 'require_approval') {
     const expiresAt = new Date(now.getTime() + state.approvalTtlSeconds * 1000);
     approval = {
-      id: randomUUID(),
+      id: timeOrderedId(),
       org_id: who.orgId,
       action_id: actionId,
       agent_id: who.agentId,
@@ -186,7 +186,7 @@ export function prepare(
   decisionMs: number,
   sessions: SessionLedger,
 ): Prepared {
-  const id = randomUUID();
+  const id = timeOrderedId();
   const { decision, execution, output, columns, approval, events, session } = decideSubmission(who, id, body, hash, state, now, sessions);
   const facts: DecisionFacts = { v: 1, agent: state.agent!, session };
   const action: Insertable<ActionRequestsTable> = {
