@@ -25,6 +25,7 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
   let floorServer: ChildProcess | undefined;
   try {
     const statements = process.env.BENCH_PG_STATEMENTS ? await statementStats(cluster) : undefined;
+    const wal = process.env.BENCH_PG_WAL ? walStats(cluster) : undefined;
     const port = await freePort();
     // BENCH_CPU_PROF=<dir>: the API writes a V8 CPU profile there when it stops.
     const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
@@ -87,15 +88,20 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
       // and commit are spread over these.
       submissions_per_batch: grouped ? grouped.submissionsPerBatch : null,
       batches_per_transaction: grouped ? grouped.batchesPerTransaction : null,
+      // The API's garbage collections during the load: how many a second, and their pauses' time a decision.
+      api_gc_per_second: grouped ? Math.round(grouped.gcCount / opts.seconds) : null,
+      api_gc_us_per_decision: grouped ? Math.round((grouped.gcSeconds * 1e6) / r.requests.total) : null,
     });
     const measured = async (name: string, run: () => Promise<LoadResult>) => {
       statements?.reset();
+      wal?.reset();
       const counted = await batchCounts(base);
       const before = { api: cpuOf([api!.pid!]), postgres: postgresCpuOf(cluster.dataDir) };
       const client = process.cpuUsage();
       const result = await run();
       const clientCpu = process.cpuUsage(client);
       statements?.report(name, result.requests.total);
+      wal?.report(name, result.requests.total);
       const cpu = { api: cpuOf([api!.pid!]) - before.api, postgres: postgresCpuOf(cluster.dataDir) - before.postgres };
       return { result, cpu: { ...cpu, client: (clientCpu.user + clientCpu.system) / 1000 }, rss: rssOf(api!.pid!).rss, grouped: grouping(counted, await batchCounts(base)) };
     };
@@ -155,11 +161,16 @@ interface BatchCounts {
   batchCount: number;
   transactionSum: number;
   transactionCount: number;
+  /** V8's collections so far and their pauses' seconds, all kinds (prom-client's nodejs_gc_duration_seconds). */
+  gcCount: number;
+  gcSeconds: number;
 }
 
 interface Grouping {
   submissionsPerBatch: number;
   batchesPerTransaction: number;
+  gcCount: number;
+  gcSeconds: number;
 }
 
 /** The API's batch and transaction histograms' sums and counts, scraped from its /metrics. */
@@ -175,6 +186,8 @@ async function batchCounts(base: string): Promise<BatchCounts> {
     batchCount: value('tollgate_decision_batch_size_count'),
     transactionSum: value('tollgate_decision_transaction_batches_sum'),
     transactionCount: value('tollgate_decision_transaction_batches_count'),
+    gcCount: sumOf(samples, 'nodejs_gc_duration_seconds_count{'),
+    gcSeconds: sumOf(samples, 'nodejs_gc_duration_seconds_sum{'),
   };
 }
 
@@ -187,7 +200,22 @@ function grouping(before: BatchCounts, after: BatchCounts): Grouping | undefined
   return {
     submissionsPerBatch: round((after.batchSum - before.batchSum) / batches),
     batchesPerTransaction: round((after.transactionSum - before.transactionSum) / transactions),
+    gcCount: after.gcCount - before.gcCount,
+    gcSeconds: after.gcSeconds - before.gcSeconds,
   };
+}
+
+/** The sum of the samples whose names (labels included) begin with `prefix`; throws when there are none. */
+function sumOf(samples: Map<string, number>, prefix: string): number {
+  let sum = 0;
+  let found = false;
+  for (const [name, value] of samples) {
+    if (!name.startsWith(prefix)) continue;
+    sum += value;
+    found = true;
+  }
+  if (!found) throw new Error(`the API's /metrics has no ${prefix}`);
+  return sum;
 }
 
 /**
@@ -356,6 +384,27 @@ async function statementStats(cluster: Awaited<ReturnType<typeof benchDatabase>>
           from pg_stat_statements where dbid = (select oid from pg_database where datname = 'tollgate')
          order by total_plan_time + total_exec_time desc limit 15`);
       appendFileSync(file, `## ${load} (${decisions} decisions)\n${rows}\n`);
+    },
+  };
+}
+
+/**
+ * BENCH_PG_WAL=<file>: the write-ahead log each load wrote, per decision, by kind of record and with the
+ * full-page images apart (pg_waldump --stats=record over the load's span), appended to the file.
+ */
+function walStats(cluster: Awaited<ReturnType<typeof benchDatabase>>['cluster']) {
+  const psql = (sql: string) => execFileSync(path.join(postgresBinDir(), 'psql'), [cluster.adminUrl('tollgate'), '-qAtc', sql], { encoding: 'utf8' }).trim();
+  const file = process.env.BENCH_PG_WAL!;
+  let start = '';
+  return {
+    reset: () => {
+      start = psql('select pg_current_wal_insert_lsn()');
+    },
+    report(load: string, decisions: number) {
+      const end = psql('select pg_current_wal_insert_lsn()');
+      const bytes = Number(psql(`select pg_wal_lsn_diff('${end}', '${start}')`));
+      const stats = execFileSync(path.join(postgresBinDir(), 'pg_waldump'), ['--stats=record', '-p', path.join(cluster.dataDir, 'pg_wal'), '-s', start, '-e', end], { encoding: 'utf8' });
+      appendFileSync(file, `## ${load} (${decisions} decisions, ${Math.round(bytes / decisions)} bytes of WAL a decision)\n${stats}\n`);
     },
   };
 }
