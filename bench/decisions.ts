@@ -8,7 +8,7 @@ import pg from 'pg';
 import { Client } from 'undici';
 import { freePort, postgresBinDir } from '../test/support/postgres-cluster.js';
 import { atLeast, atMost, record } from './results.js';
-import { adminSession, benchDatabase, cpuOf, metricSamples, percentiles, postgresCpuOf, rssOf } from './support.js';
+import { adminSession, benchDatabase, cpuOf, metricSamples, percentiles, postgresCpuOf, rssOf, walBetween } from './support.js';
 import { ROOT, spawnBuiltTollgate, stop, waitForHttp } from '../test/support/processes.js';
 
 /**
@@ -401,10 +401,8 @@ function walStats(cluster: Awaited<ReturnType<typeof benchDatabase>>['cluster'])
       start = psql('select pg_current_wal_insert_lsn()');
     },
     report(load: string, decisions: number) {
-      const end = psql('select pg_current_wal_insert_lsn()');
-      const bytes = Number(psql(`select pg_wal_lsn_diff('${end}', '${start}')`));
-      const stats = execFileSync(path.join(postgresBinDir(), 'pg_waldump'), ['--stats=record', '-p', path.join(cluster.dataDir, 'pg_wal'), '-s', start, '-e', end], { encoding: 'utf8' });
-      appendFileSync(file, `## ${load} (${decisions} decisions, ${Math.round(bytes / decisions)} bytes of WAL a decision)\n${stats}\n`);
+      const wal = walBetween(cluster.dataDir, start, psql('select pg_current_wal_insert_lsn()'));
+      appendFileSync(file, `## ${load} (${decisions} decisions, ${Math.round(wal.total / decisions)} bytes of WAL a decision)\n${wal.text}\n`);
     },
   };
 }

@@ -1,11 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import pg from 'pg';
 import { timeOrderedId } from '../api/db/ids.js';
-import { postgresBinDir, startCluster } from '../test/support/postgres-cluster.js';
+import { startCluster } from '../test/support/postgres-cluster.js';
 import { record } from './results.js';
-import { postgresCpuOf } from './support.js';
+import { postgresCpuOf, walBetween } from './support.js';
 
 const BATCH = 10;
 const FILL_CHUNK = 20_000;
@@ -49,7 +47,7 @@ export async function benchIds(opts: { rows: number; inserts: number }) {
         const wallMs = Number(process.hrtime.bigint() - began) / 1e6;
         const cpuMs = postgresCpuOf(cluster.dataDir) - cpuBefore;
         const end = (await client.query<{ lsn: string }>('select pg_current_wal_insert_lsn() as lsn')).rows[0]!.lsn;
-        const wal = walOf(cluster.dataDir, start, end);
+        const wal = walBetween(cluster.dataDir, start, end);
         results.push({
           round,
           ids: kind,
@@ -75,12 +73,3 @@ export async function benchIds(opts: { rows: number; inserts: number }) {
 
 const tableOf = (kind: string) => `ids_${kind.replace('-', '_')}`;
 
-/** The WAL between two positions and the bytes of full-page images in it (pg_waldump --stats). */
-function walOf(dataDir: string, start: string, end: string): { total: number; fullPages: number } {
-  const out = execFileSync(path.join(postgresBinDir(), 'pg_waldump'), ['--stats', '-p', path.join(dataDir, 'pg_wal'), '-s', start, '-e', end], {
-    encoding: 'utf8',
-  });
-  const total = /^Total\s+\d+\s+(\d+)\s+\[[\d.]+%\]\s+(\d+)/m.exec(out);
-  if (!total) throw new Error(`pg_waldump said: ${out}`);
-  return { total: Number(total[1]) + Number(total[2]), fullPages: Number(total[2]) };
-}

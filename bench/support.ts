@@ -1,10 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { migrate } from '../api/db/database.js';
-import { startCluster, type Cluster } from '../test/support/postgres-cluster.js';
+import { postgresBinDir, startCluster, type Cluster } from '../test/support/postgres-cluster.js';
 import { OWNER_ROLE, ROLE_PASSWORD, RUNTIME_ROLE, withDatabase } from '../test/support/pg-urls.js';
 
 /** A durable PostgreSQL cluster (synchronous_commit on) with a migrated `tollgate` database. */
@@ -139,4 +140,18 @@ export async function metricSamples(url: string): Promise<Map<string, number>> {
     samples.set(line.slice(0, space), Number(line.slice(space + 1)));
   }
   return samples;
+}
+
+/**
+ * The write-ahead log a cluster wrote between two positions (`pg_current_wal_insert_lsn()` before and
+ * after), as pg_waldump accounts for it by kind of record: its table (`text`), the bytes of its records,
+ * full-page images included (`total`), and of those images alone (`fullPages`).
+ */
+export function walBetween(dataDir: string, start: string, end: string): { text: string; total: number; fullPages: number } {
+  const text = execFileSync(path.join(postgresBinDir(), 'pg_waldump'), ['--stats=record', '-p', path.join(dataDir, 'pg_wal'), '-s', start, '-e', end], {
+    encoding: 'utf8',
+  });
+  const totals = /^Total\s+\d+\s+(\d+)\s+\[[\d.]+%\]\s+(\d+)/m.exec(text);
+  if (!totals) throw new Error(`pg_waldump said: ${text}`);
+  return { text, total: Number(totals[1]) + Number(totals[2]), fullPages: Number(totals[2]) };
 }
