@@ -17,4 +17,19 @@ describe('timeOrderedId', () => {
     expect([...ids].sort()).toEqual(ids);
     expect(new Set(ids).size).toBe(ids.length);
   });
+
+  it('carries fresh random bits in every id, across the refills of its pool of random bytes (256 ids each)', () => {
+    const ids = Array.from({ length: 10_000 }, () => timeOrderedId());
+    // The last 48 bits are random bytes only (the counter is in the bits before them).
+    const tails = ids.map((id) => id.slice(-12));
+    expect(new Set(tails).size).toBe(ids.length);
+    // And the counter starts from random bits in each new millisecond: the first ids of five milliseconds.
+    const firsts: string[] = [];
+    for (let ms = Date.now(); firsts.length < 5; ) {
+      while (Date.now() === ms);
+      ms = Date.now();
+      firsts.push(timeOrderedId());
+    }
+    expect(new Set(firsts.map((id) => id.slice(14, 23))).size).toBe(5);
+  });
 });
