@@ -29,6 +29,9 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     const port = await freePort();
     // BENCH_CPU_PROF=<dir>: the API writes a V8 CPU profile there when it stops.
     const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+    // BENCH_HEAP_SAMPLE=<file>: the API samples what it allocates, garbage included, and writes it there when it stops.
+    const heapSample = process.env.BENCH_HEAP_SAMPLE ? path.resolve(process.env.BENCH_HEAP_SAMPLE) : undefined;
+    if (heapSample) profile.push(`--import=${path.join(ROOT, 'bench', 'heap-sample.mjs')}`);
     api = spawnBuiltTollgate(
       ['api'],
       {
@@ -36,6 +39,7 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
         DATABASE_URL: runtimeUrl,
         DATABASE_POOL_MAX: String(Math.max(10, opts.connections)),
         LOG_LEVEL: 'warn',
+        ...(heapSample ? { HEAP_SAMPLE_FILE: heapSample } : {}),
         RATE_LIMIT_GATEWAY_PER_MINUTE: '1000000',
         RATE_LIMIT_PERSON_PER_MINUTE: '1000000',
         RATE_LIMIT_TOKEN_PER_MINUTE: '1000000',

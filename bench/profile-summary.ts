@@ -5,7 +5,8 @@ import path from 'node:path';
  * Summarises V8 CPU profiles (`--cpu-prof`, e.g. `BENCH_CPU_PROF=<dir> BENCH_ONLY=decisions make bench`) into a
  * Markdown table of the functions with the most self time, by share of the busy (non-idle) time, with the
  * process's idle share above it. Usage: `npx tsx bench/profile-summary.ts <dir or .cpuprofile> [top=30]`; the
- * largest profile of a directory is the busiest process's.
+ * largest profile of a directory is the busiest process's. Given a `.heapprofile` (`BENCH_HEAP_SAMPLE=<file>`,
+ * bench/heap-sample.mjs), the functions that allocated the most, garbage included, by share of all allocated.
  */
 interface Node {
   id: number;
@@ -16,11 +17,52 @@ interface Profile {
   samples: number[];
   timeDeltas: number[];
 }
+interface HeapNode {
+  callFrame: Node['callFrame'];
+  selfSize: number;
+  children: HeapNode[];
+}
+
+/** A function's place: its file (relative to the repository or node_modules) and line. */
+const whereOf = (frame: Node['callFrame']) =>
+  frame.url ? `${frame.url.replace(/^file:\/\//, '').replace(/.*\/node_modules\//, '').replace(process.cwd() + '/', '')}:${frame.lineNumber + 1}` : '';
+const keyOf = (frame: Node['callFrame']) => `${frame.functionName || '(anonymous)'}\t${whereOf(frame)}`;
+
+/** The `top` keys of `amounts` as the rows of a Markdown table, each by share of `total`. */
+function table(amounts: Map<string, number>, total: number, top: number, column: string): string[] {
+  return [
+    `| # | ${column} | function | where |`,
+    '|---|---|---|---|',
+    ...[...amounts.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([key, amount], i) => {
+        const [fn, where] = key.split('\t');
+        return `| ${i + 1} | ${((amount / total) * 100).toFixed(1)}% | \`${fn}\` | ${where ? `\`${where}\`` : ''} |`;
+      }),
+  ];
+}
 
 const [target, topArg] = process.argv.slice(2);
 if (!target) {
-  process.stderr.write('usage: npx tsx bench/profile-summary.ts <dir or file.cpuprofile> [top]\n');
+  process.stderr.write('usage: npx tsx bench/profile-summary.ts <dir, file.cpuprofile or file.heapprofile> [top]\n');
   process.exit(2);
+}
+const top = Number(topArg ?? 30);
+if (target.endsWith('.heapprofile')) {
+  const heap = JSON.parse(readFileSync(target, 'utf8')) as { head: HeapNode };
+  const allocated = new Map<string, number>();
+  let total = 0;
+  const walk = (node: HeapNode) => {
+    total += node.selfSize;
+    const key = keyOf(node.callFrame);
+    allocated.set(key, (allocated.get(key) ?? 0) + node.selfSize);
+    node.children.forEach(walk);
+  };
+  walk(heap.head);
+  const lines = [`Heap sample: ${path.basename(target)}; ${(total / 2 ** 20).toFixed(0)} MB allocated while it ran (sampled).`, '', ...table(allocated, total, top, 'share of allocated bytes')];
+  process.stdout.write(`${lines.join('\n')}\n`);
+  process.exit(0);
 }
 const file = target.endsWith('.cpuprofile')
   ? target
@@ -45,22 +87,12 @@ profile.samples.forEach((id, i) => {
     return;
   }
   busy += dt;
-  const where = frame.url ? `${frame.url.replace(/^file:\/\//, '').replace(/.*\/node_modules\//, '').replace(process.cwd() + '/', '')}:${frame.lineNumber + 1}` : '';
-  const key = `${frame.functionName || '(anonymous)'}\t${where}`;
+  const key = keyOf(frame);
   self.set(key, (self.get(key) ?? 0) + dt);
 });
-const top = Number(topArg ?? 30);
 const lines = [
   `Profile: ${path.basename(file)}; ${(idle / (idle + busy) * 100).toFixed(1)}% idle, ${(busy / 1e6).toFixed(2)} s busy.`,
   '',
-  '| # | share of busy time | function | where |',
-  '|---|---|---|---|',
-  ...[...self.entries()]
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, top)
-    .map(([key, t], i) => {
-      const [fn, where] = key.split('\t');
-      return `| ${i + 1} | ${((t / busy) * 100).toFixed(1)}% | \`${fn}\` | ${where ? `\`${where}\`` : ''} |`;
-    }),
+  ...table(self, busy, top, 'share of busy time'),
 ];
 process.stdout.write(`${lines.join('\n')}\n`);
