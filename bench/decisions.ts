@@ -65,7 +65,7 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     const floor = floorRun.requests.average;
     // The bare inserts' and the floor's rows are no part of what follows: dropped, no autovacuum of their
     // table falls in the decisions' loads.
-    execFileSync(path.join(postgresBinDir(), 'psql'), [cluster.adminUrl('tollgate'), '-qc', 'drop table bench_rows']);
+    psql(cluster.adminUrl('tollgate'), 'drop table bench_rows');
 
     const results = [];
     // CPU time per decision of the API and of PostgreSQL (every backend), from /proc: what the load
@@ -363,30 +363,38 @@ async function pacedLoad(base: string, tokens: string[], opts: { seconds: number
   return { requests: { average: latencies.length / opts.seconds, total: latencies.length }, latency: { p50: round(p50), p99: round(p99) } };
 }
 
+/** One statement through psql on `url`: its rows unaligned, a line each, without the trailing newline. */
+function psql(url: string, sql: string): string {
+  return execFileSync(path.join(postgresBinDir(), 'psql'), [url, '-qAtc', sql], { encoding: 'utf8' }).trim();
+}
+
 /**
  * BENCH_PG_STATEMENTS=<file>: PostgreSQL's own account of each load (pg_stat_statements, planning
  * included), appended to the file: per statement, calls, planning and execution time per decision.
  * The server is restarted with the extension loaded before the API starts.
  */
 async function statementStats(cluster: Awaited<ReturnType<typeof benchDatabase>>['cluster']) {
-  const psql = (sql: string) => execFileSync(path.join(postgresBinDir(), 'psql'), [cluster.adminUrl('tollgate'), '-qAtc', sql], { encoding: 'utf8' });
-  psql("alter system set shared_preload_libraries = 'pg_stat_statements'");
+  const url = cluster.adminUrl('tollgate');
+  psql(url, "alter system set shared_preload_libraries = 'pg_stat_statements'");
   await cluster.halt('fast');
   await cluster.resume();
-  psql('create extension pg_stat_statements');
+  psql(url, 'create extension pg_stat_statements');
   // Known once the library is loaded.
-  psql('alter system set pg_stat_statements.track_planning = on');
-  psql('select pg_reload_conf()');
+  psql(url, 'alter system set pg_stat_statements.track_planning = on');
+  psql(url, 'select pg_reload_conf()');
   const file = process.env.BENCH_PG_STATEMENTS!;
   return {
-    reset: () => psql('select pg_stat_statements_reset()'),
+    reset: () => psql(url, 'select pg_stat_statements_reset()'),
     report(load: string, decisions: number) {
-      const rows = psql(`
+      const rows = psql(
+        url,
+        `
         select round((total_plan_time + total_exec_time) * 1000 / ${decisions})::int || ' µs/decision, plan ' ||
                round(total_plan_time * 1000 / ${decisions})::int || ', exec ' || round(total_exec_time * 1000 / ${decisions})::int ||
                ', calls/decision ' || round(calls::numeric / ${decisions}, 3) || ' | ' || left(regexp_replace(query, $$[[:space:]]+$$, $$ $$, $$g$$), 160)
           from pg_stat_statements where dbid = (select oid from pg_database where datname = 'tollgate')
-         order by total_plan_time + total_exec_time desc limit 15`);
+         order by total_plan_time + total_exec_time desc limit 15`,
+      );
       appendFileSync(file, `## ${load} (${decisions} decisions)\n${rows}\n`);
     },
   };
@@ -397,15 +405,15 @@ async function statementStats(cluster: Awaited<ReturnType<typeof benchDatabase>>
  * full-page images apart (pg_waldump --stats=record over the load's span), appended to the file.
  */
 function walStats(cluster: Awaited<ReturnType<typeof benchDatabase>>['cluster']) {
-  const psql = (sql: string) => execFileSync(path.join(postgresBinDir(), 'psql'), [cluster.adminUrl('tollgate'), '-qAtc', sql], { encoding: 'utf8' }).trim();
+  const url = cluster.adminUrl('tollgate');
   const file = process.env.BENCH_PG_WAL!;
   let start = '';
   return {
     reset: () => {
-      start = psql('select pg_current_wal_insert_lsn()');
+      start = psql(url, 'select pg_current_wal_insert_lsn()');
     },
     report(load: string, decisions: number) {
-      const wal = walBetween(cluster.dataDir, start, psql('select pg_current_wal_insert_lsn()'));
+      const wal = walBetween(cluster.dataDir, start, psql(url, 'select pg_current_wal_lsn()'));
       appendFileSync(file, `## ${load} (${decisions} decisions, ${Math.round(wal.total / decisions)} bytes of WAL a decision)\n${wal.text}\n`);
     },
   };
@@ -416,7 +424,7 @@ function bareInserts(adminUrl: string, port: number, opts: { seconds: number; co
   const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
   const script = path.join(dir, 'insert.sql');
   writeFileSync(script, 'insert into bench_rows (payload) values (md5(random()::text));\n');
-  execFileSync(path.join(postgresBinDir(), 'psql'), [adminUrl, '-qc', 'create table if not exists bench_rows (id bigserial primary key, payload text)']);
+  psql(adminUrl, 'create table if not exists bench_rows (id bigserial primary key, payload text)');
   const out = execFileSync(
     path.join(postgresBinDir(), 'pgbench'),
     ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-n', '-c', String(opts.connections), '-j', '2', '-T', String(opts.seconds), '-f', script, 'tollgate'],

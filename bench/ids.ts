@@ -46,7 +46,7 @@ export async function benchIds(opts: { rows: number; inserts: number }) {
         }
         const wallMs = Number(process.hrtime.bigint() - began) / 1e6;
         const cpuMs = postgresCpuOf(cluster.dataDir) - cpuBefore;
-        const end = (await client.query<{ lsn: string }>('select pg_current_wal_insert_lsn() as lsn')).rows[0]!.lsn;
+        const end = (await client.query<{ lsn: string }>('select pg_current_wal_lsn() as lsn')).rows[0]!.lsn;
         const wal = walBetween(cluster.dataDir, start, end);
         results.push({
           round,

@@ -143,9 +143,11 @@ export async function metricSamples(url: string): Promise<Map<string, number>> {
 }
 
 /**
- * The write-ahead log a cluster wrote between two positions (`pg_current_wal_insert_lsn()` before and
- * after), as pg_waldump accounts for it by kind of record: its table (`text`), the bytes of its records,
- * full-page images included (`total`), and of those images alone (`fullPages`).
+ * The write-ahead log a cluster wrote between two positions, as pg_waldump accounts for it by kind of
+ * record: its table (`text`), the bytes of its records, full-page images included (`total`), and of those
+ * images alone (`fullPages`). `start` may be `pg_current_wal_insert_lsn()`; `end` must be written already
+ * (`pg_current_wal_lsn()`): pg_waldump reads the files, and a record inserted but not yet written there
+ * (the insert position runs ahead of the write, with any background writes) stops it with an error.
  */
 export function walBetween(dataDir: string, start: string, end: string): { text: string; total: number; fullPages: number } {
   const text = execFileSync(path.join(postgresBinDir(), 'pg_waldump'), ['--stats=record', '-p', path.join(dataDir, 'pg_wal'), '-s', start, '-e', end], {
