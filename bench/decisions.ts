@@ -8,6 +8,7 @@ import pg from 'pg';
 import { Client } from 'undici';
 import { freePort, postgresBinDir } from '../test/support/postgres-cluster.js';
 import { atLeast, atMost, record } from './results.js';
+import { watchPauses } from './stall-trace.mjs';
 import { adminSession, benchDatabase, cpuOf, metricSamples, percentiles, postgresCpuOf, rssOf, walBetween } from './support.js';
 import { ROOT, spawnBuiltTollgate, stop, waitForHttp } from '../test/support/processes.js';
 
@@ -32,6 +33,10 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     // BENCH_HEAP_SAMPLE=<file>: the API samples what it allocates, garbage included, and writes it there when it stops.
     const heapSample = process.env.BENCH_HEAP_SAMPLE ? path.resolve(process.env.BENCH_HEAP_SAMPLE) : undefined;
     if (heapSample) profile.push(`--import=${path.join(ROOT, 'bench', 'heap-sample.mjs')}`);
+    // BENCH_PACED_TRACE=<file>: the paced load's submissions and this process's pauses go to <file>.client.json, the
+    // API's pauses to <file>.api.json (stall-trace.mjs, preloaded); bench/paced-summary.ts lays them side by side.
+    const pacedTrace = process.env.BENCH_PACED_TRACE ? path.resolve(process.env.BENCH_PACED_TRACE) : undefined;
+    if (pacedTrace) profile.push(`--import=${path.join(ROOT, 'bench', 'stall-trace.mjs')}`);
     api = spawnBuiltTollgate(
       ['api'],
       {
@@ -40,6 +45,7 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
         DATABASE_POOL_MAX: String(Math.max(10, opts.connections)),
         LOG_LEVEL: 'warn',
         ...(heapSample ? { HEAP_SAMPLE_FILE: heapSample } : {}),
+        ...(pacedTrace ? { STALL_TRACE_FILE: `${pacedTrace}.api.json` } : {}),
         RATE_LIMIT_GATEWAY_PER_MINUTE: '1000000',
         RATE_LIMIT_PERSON_PER_MINUTE: '1000000',
         RATE_LIMIT_TOKEN_PER_MINUTE: '1000000',
@@ -121,7 +127,7 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     // Unmeasured, two seconds of it first: the paced client's own first second (its code not yet optimised, its
     // connections new) was the slowest of every run.
     await pacedLoad(base, hot, { ...opts, seconds: 2 }, paced);
-    const pacedRun = await measured('paced', () => pacedLoad(base, hot, opts, paced));
+    const pacedRun = await measured('paced', () => pacedLoad(base, hot, opts, paced, pacedTrace && `${pacedTrace}.client.json`));
     results.push(row(`one organisation, paced at 70% (${paced}/s)`, pacedRun.result, pacedRun.cpu, pacedRun.rss, pacedRun.grouped));
     const tenOrgs = await measured('ten organisations', () => load(base, spread, opts));
     results.push(row('ten organisations', tenOrgs.result, tenOrgs.cpu, tenOrgs.rss, tenOrgs.grouped));
@@ -325,10 +331,13 @@ function load(base: string, tokens: string[], opts: { seconds: number; connectio
  * counted from when the submission was due, not from when it went out, so that a slow answer also counts in the
  * submissions it held back (coordinated omission). Not autocannon's `overallRate`: that is a quota a second, which
  * each connection spends as fast as it can, so its load runs at the maximum for the first part of each second and
- * then idles, and its latencies are the maximum load's (bench/README.md, Paced).
+ * then idles, and its latencies are the maximum load's (bench/README.md, Paced). With `trace`, writes there each
+ * submission's due time (ms since the epoch) and latency, and this process's pauses over the load (stall-trace.mjs).
  */
-async function pacedLoad(base: string, tokens: string[], opts: { seconds: number; connections: number }, rate: number): Promise<LoadResult> {
+async function pacedLoad(base: string, tokens: string[], opts: { seconds: number; connections: number }, rate: number, trace?: string): Promise<LoadResult> {
   const latencies: number[] = [];
+  const dues: number[] = [];
+  const pauses = trace ? watchPauses() : undefined;
   const period = (1000 * opts.connections) / rate;
   const started = performance.now() + 50;
   const ends = started + opts.seconds * 1000;
@@ -352,6 +361,7 @@ async function pacedLoad(base: string, tokens: string[], opts: { seconds: number
         await res.body.text();
         if (res.statusCode < 200 || res.statusCode > 299) throw new Error(`decisions, paced: ${res.statusCode}`);
         latencies.push(performance.now() - due);
+        dues.push(due);
       }
     } finally {
       await client.close();
@@ -360,6 +370,10 @@ async function pacedLoad(base: string, tokens: string[], opts: { seconds: number
   await Promise.all(Array.from({ length: opts.connections }, (_, k) => agent(k)));
   const { p50, p99 } = percentiles(latencies);
   const round = (ms: number) => Number(ms.toFixed(2));
+  if (trace) {
+    const submissions = dues.map((due, i) => [round(performance.timeOrigin + due), round(latencies[i]!)]);
+    writeFileSync(trace, JSON.stringify({ submissions, pauses: pauses!.stop() }));
+  }
   return { requests: { average: latencies.length / opts.seconds, total: latencies.length }, latency: { p50: round(p50), p99: round(p99) } };
 }
 
