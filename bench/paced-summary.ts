@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Pause } from './stall-trace.mjs';
 
 /**
@@ -13,8 +13,15 @@ if (!file) {
   console.error('usage: npx tsx bench/paced-summary.ts <BENCH_PACED_TRACE file>');
   process.exit(2);
 }
-const client = JSON.parse(readFileSync(`${file}.client.json`, 'utf8')) as { submissions: Array<[number, number]>; pauses: Pause[] };
-const api = JSON.parse(readFileSync(`${file}.api.json`, 'utf8')) as { pauses: Pause[] };
+const read = <T>(name: string): T => {
+  if (!existsSync(name)) {
+    console.error(`${name} is missing: run BENCH_PACED_TRACE=${file} BENCH_ONLY=decisions node --import tsx bench/run.ts first`);
+    process.exit(2);
+  }
+  return JSON.parse(readFileSync(name, 'utf8')) as T;
+};
+const client = read<{ submissions: Array<[number, number]>; pauses: Pause[] }>(`${file}.client.json`);
+const api = read<{ pauses: Pause[] }>(`${file}.api.json`);
 
 const submissions = client.submissions;
 const start = Math.min(...submissions.map(([at]) => at));
