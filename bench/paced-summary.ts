@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { Pause } from './stall-trace.mjs';
+import { quantile } from './support.js';
 
 /**
  * Where the paced load's slowest submissions come from: `npx tsx bench/paced-summary.ts <file>` after a
@@ -26,7 +27,7 @@ const api = read<{ pauses: Pause[] }>(`${file}.api.json`);
 const submissions = client.submissions;
 const start = Math.min(...submissions.map(([at]) => at));
 const sorted = submissions.map(([, ms]) => ms).sort((a, b) => a - b);
-const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+const at = (q: number) => quantile(sorted, q);
 const p99 = at(0.99);
 console.log(
   `${submissions.length} submissions over ${((Math.max(...submissions.map(([t]) => t)) - start) / 1000).toFixed(1)} s: ` +

@@ -123,8 +123,12 @@ export function rssOf(pid: number): { rss: number; peak: number } {
 /** The median and the 99th percentile of a list of latencies. */
 export function percentiles(ms: number[]): { p50: number; p99: number } {
   const sorted = [...ms].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-  return { p50: at(0.5), p99: at(0.99) };
+  return { p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99) };
+}
+
+/** The value at quantile `q` (0 to 1) of a list sorted in ascending order (the one `percentiles` answers). */
+export function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
 /**
