@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -28,8 +28,11 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     const statements = process.env.BENCH_PG_STATEMENTS ? await statementStats(cluster) : undefined;
     const wal = process.env.BENCH_PG_WAL ? walStats(cluster) : undefined;
     const port = await freePort();
-    // BENCH_CPU_PROF=<dir>: the API writes a V8 CPU profile there when it stops.
-    const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+    // BENCH_CPU_PROF=<dir>: the API writes a V8 CPU profile there when it stops, and this process each measured
+    // load's window to <dir>/loads.json, so that profile-summary.ts can summarise one load alone.
+    const profileDir = process.env.BENCH_CPU_PROF;
+    const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+    const windows: LoadWindow[] = [];
     // BENCH_HEAP_SAMPLE=<file>: the API samples what it allocates, garbage included, and writes it there when it stops.
     const heapSample = process.env.BENCH_HEAP_SAMPLE ? path.resolve(process.env.BENCH_HEAP_SAMPLE) : undefined;
     if (heapSample) profile.push(`--import=${path.join(ROOT, 'bench', 'heap-sample.mjs')}`);
@@ -108,7 +111,9 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
       const counted = await batchCounts(base);
       const before = { api: cpuOf([api!.pid!]), postgres: postgresCpuOf(cluster.dataDir) };
       const client = process.cpuUsage();
+      const from = monotonicMicros();
       const result = await run();
+      windows.push({ load: name, from_us: from, to_us: monotonicMicros() });
       const clientCpu = process.cpuUsage(client);
       statements?.report(name, result.requests.total);
       wal?.report(name, result.requests.total);
@@ -154,6 +159,10 @@ export async function benchDecisions(opts: { seconds: number; connections: numbe
     for (const [figure, value] of grouped) if (value !== null) record('decisions', figure, value, '');
     record('decisions', 'bare inserts (pgbench)', Math.round(inserts), 'transactions/s');
     record('decisions', 'floor (fastify + one durable insert)', Math.round(floor), 'requests/s');
+    if (profileDir) {
+      mkdirSync(profileDir, { recursive: true });
+      writeFileSync(path.join(profileDir, 'loads.json'), `${JSON.stringify(windows, null, 1)}\n`);
+    }
     const memory = rssOf(api.pid!);
     record('decisions', 'api RSS after the loads', memory.rss, 'MB', atMost(250));
     record('decisions', 'api peak RSS during the loads', memory.peak, 'MB', atMost(250));
@@ -286,6 +295,18 @@ async function publishFlowRule(call: Awaited<ReturnType<typeof adminSession>>['c
     await owner.end();
   }
 }
+
+/**
+ * A measured load's start and end on the clock of V8's CPU profiles (the system's monotonic clock, in
+ * microseconds, as the profile's `startTime`), for `bench/profile-summary.ts <dir> [top] <load>`.
+ */
+export interface LoadWindow {
+  load: string;
+  from_us: number;
+  to_us: number;
+}
+
+const monotonicMicros = () => Number(process.hrtime.bigint() / 1000n);
 
 /** What a load gives the rows: autocannon's result has these, and so has the paced load's. */
 interface LoadResult {
