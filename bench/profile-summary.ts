@@ -81,15 +81,15 @@ if (!file) {
 /** The window of the load named `name` (bench/decisions' loads.json beside the profile), or the whole profile. */
 function windowOf(name: string | undefined): LoadWindow | undefined {
   if (!name) return undefined;
-  const file = path.join(statSync(target!).isDirectory() ? target! : path.dirname(target!), 'loads.json');
-  if (!existsSync(file)) {
-    process.stderr.write(`no ${file}: a load's window is written there by a BENCH_CPU_PROF run of bench/decisions\n`);
+  const loads = path.join(statSync(target!).isDirectory() ? target! : path.dirname(target!), 'loads.json');
+  if (!existsSync(loads)) {
+    process.stderr.write(`no ${loads}: a load's window is written there by a BENCH_CPU_PROF run of bench/decisions\n`);
     process.exit(1);
   }
-  const windows = JSON.parse(readFileSync(file, 'utf8')) as LoadWindow[];
+  const windows = JSON.parse(readFileSync(loads, 'utf8')) as LoadWindow[];
   const found = windows.find((w) => w.load === name);
   if (!found) {
-    process.stderr.write(`no load "${name}" in ${file}; it has: ${windows.map((w) => `"${w.load}"`).join(', ')}\n`);
+    process.stderr.write(`no load "${name}" in ${loads}; it has: ${windows.map((w) => `"${w.load}"`).join(', ')}\n`);
     process.exit(1);
   }
   return found;
