@@ -24,18 +24,23 @@ const read = <T>(name: string): T => {
 const client = read<{ submissions: Array<[number, number]>; pauses: Pause[] }>(`${file}.client.json`);
 const api = read<{ pauses: Pause[] }>(`${file}.api.json`);
 
-const submissions = client.submissions;
-const start = Math.min(...submissions.map(([at]) => at));
+// In the order they were due (each agent's connection recorded its own in turn).
+const submissions = [...client.submissions].sort((a, b) => a[0] - b[0]);
+if (submissions.length === 0) {
+  console.error(`${file}.client.json holds no submissions`);
+  process.exit(2);
+}
+const start = submissions[0]![0];
 const sorted = submissions.map(([, ms]) => ms).sort((a, b) => a - b);
 const at = (q: number) => quantile(sorted, q);
 const p99 = at(0.99);
 console.log(
-  `${submissions.length} submissions over ${((Math.max(...submissions.map(([t]) => t)) - start) / 1000).toFixed(1)} s: ` +
+  `${submissions.length} submissions over ${((submissions.at(-1)![0] - start) / 1000).toFixed(1)} s: ` +
     `p50 ${at(0.5).toFixed(1)} ms, p90 ${at(0.9).toFixed(1)}, p99 ${p99.toFixed(1)}, max ${sorted.at(-1)!.toFixed(1)}`,
 );
 
 const episodes: Array<{ from: number; to: number; count: number; worst: number }> = [];
-for (const [due, ms] of [...submissions].sort((a, b) => a[0] - b[0])) {
+for (const [due, ms] of submissions) {
   if (ms <= p99) continue;
   const last = episodes.at(-1);
   if (last && due - last.to < 300) {
@@ -70,5 +75,5 @@ const rows = episodes.map((e) => ({
   'client pauses': during(client.pauses, e.from - 100, e.to),
 }));
 console.table(rows);
-const end = Math.max(...submissions.map(([t, ms]) => t + ms));
+const end = submissions.reduce((latest, [t, ms]) => Math.max(latest, t + ms), start);
 console.log(`over the whole load: API ${during(api.pauses, start, end)}; client ${during(client.pauses, start, end)}`);
